@@ -1,0 +1,95 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "syncd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "syncd", targets: ["syncd"]),
+        .library(name: "Store", targets: ["Store"]),
+        .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "SyncAgent", targets: ["SyncAgent"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+    ],
+    targets: [
+        // C libraries, each wrapped once by the Swift target above it.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CAvahi", path: "Sources/CAvahi"),
+        .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
+
+        .target(
+            name: "Store",
+            dependencies: [
+                "CSQLite",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "Discovery",
+            dependencies: [
+                "CAvahi",
+                "CQREncode",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "SyncAgent",
+            dependencies: [
+                "Store",
+                "Discovery",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]
+        ),
+        .executableTarget(
+            name: "syncd",
+            dependencies: [
+                "SyncAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "syncd-bench",
+            dependencies: ["Store", "SyncAgent", "CSQLite", "Discovery", "TestBed"],
+            path: "Benchmarks"
+        ),
+
+        .executableTarget(name: "store-crash-writer", dependencies: ["Store"], path: "Tests/StoreCrashWriter"),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite", "store-crash-writer"]),
+        // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
+        .target(name: "TestBed", path: "Tests/TestBed"),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "TestBed"]),
+        .testTarget(
+            name: "SyncAgentTests",
+            dependencies: [
+                "SyncAgent",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+/// The databases in one data directory, each opened once and shared.
+///
+/// Database names follow CouchDB's rule: a lower-case letter, then lower-case
+/// letters, digits and `_ $ ( ) + - /`.
+public final class Catalog: Sendable {
+    /// The data directory.
+    public let directory: String
+    private let options: Database.Options
+    private let open = Mutex<[String: Database]>([:])
+
+    /// A catalog over `directory`, created if missing.
+    public init(directory: String, options: Database.Options = Database.Options()) throws(StoreError) {
+        self.directory = directory
+        self.options = options
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .internal("cannot create \(directory): \(error)")
+        }
+    }
+
+    /// Whether `name` is a valid database name.
+    public static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first), name.utf8.count <= 238 else { return false }
+        return name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "_$()+-/".unicodeScalars.contains($0) }
+    }
+
+    private func path(for name: String) -> String {
+        directory + "/" + name.replacingOccurrences(of: "/", with: "%2F") + ".sqlite"
+    }
+
+    private func checkName(_ name: String) throws(StoreError) {
+        guard Self.isValidName(name) else {
+            throw StoreError(.badRequest, error: "illegal_database_name",
+                             reason: "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        }
+    }
+
+    /// The names of all databases, sorted.
+    public func names() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.filter { $0.hasSuffix(".sqlite") }
+            .map { String($0.dropLast(7)).replacingOccurrences(of: "%2F", with: "/") }
+            .filter(Self.isValidName)
+            .sorted()
+    }
+
+    /// Whether the database exists.
+    public func exists(_ name: String) -> Bool {
+        Self.isValidName(name) && FileManager.default.fileExists(atPath: path(for: name))
+    }
+
+    /// The existing database `name`; 404 if there is none.
+    public func database(_ name: String) throws(StoreError) -> Database {
+        try checkName(name)
+        return try open.withLock { open throws(StoreError) -> Database in
+            if let database = open[name] { return database }
+            guard FileManager.default.fileExists(atPath: path(for: name)) else {
+                throw StoreError(.notFound, error: "not_found", reason: "Database does not exist.")
+            }
+            let database = try Database.open(path: path(for: name), name: name, options: options)
+            open[name] = database
+            return database
+        }
+    }
+
+    /// Creates database `name`; 412 `file_exists` if it exists.
+    @discardableResult
+    public func create(_ name: String) throws(StoreError) -> Database {
+        try checkName(name)
+        return try open.withLock { open throws(StoreError) -> Database in
+            guard open[name] == nil, !FileManager.default.fileExists(atPath: path(for: name)) else {
+                throw StoreError(.preconditionFailed, error: "file_exists", reason: "The database could not be created, the file already exists.")
+            }
+            let database = try Database.open(path: path(for: name), name: name, options: options)
+            open[name] = database
+            return database
+        }
+    }
+
+    /// The database `name`, created if missing.
+    public func openOrCreate(_ name: String) throws(StoreError) -> Database {
+        do {
+            return try database(name)
+        } catch where error.kind == .notFound {
+            do {
+                return try create(name)
+            } catch where error.kind == .preconditionFailed {
+                return try database(name)
+            }
+        }
+    }
+
+    /// Closes and deletes database `name` with its attachments.
+    public func delete(_ name: String) throws(StoreError) {
+        try checkName(name)
+        try open.withLock { open throws(StoreError) in
+            let file = path(for: name)
+            guard FileManager.default.fileExists(atPath: file) else {
+                throw StoreError(.notFound, error: "not_found", reason: "Database does not exist.")
+            }
+            open.removeValue(forKey: name)?.close()
+            for suffix in ["", "-wal", "-shm", ".attachments"] {
+                try? FileManager.default.removeItem(atPath: file + suffix)
+            }
+        }
+    }
+
+    /// Closes every open database.
+    public func close() {
+        let databases = open.withLock { open in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for database in databases { database.close() }
+    }
+}

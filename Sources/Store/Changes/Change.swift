@@ -1,0 +1,47 @@
+/// One entry of the changes feed: a document at its latest sequence.
+public struct Change: Sendable, Hashable {
+    /// The sequence of the document's latest change.
+    public let sequence: UInt64
+    /// The document id.
+    public let id: String
+    /// Whether the winning revision is a tombstone.
+    public let deleted: Bool
+    /// The winning revision first, then (for `style=all_docs`) the other leaves.
+    public let revisions: [RevisionID]
+    /// The winning revision with its body, when asked for (`include_docs`).
+    public let document: DocumentRevision?
+}
+
+/// What to read from the changes feed.
+public struct ChangesOptions: Sendable {
+    /// Only changes after this sequence.
+    public var since: UInt64 = 0
+    /// At most this many changes.
+    public var limit: Int?
+    /// Newest first.
+    public var descending = false
+    /// Every leaf revision (`style=all_docs`), not only the winner.
+    public var allLeaves = false
+    /// Include the winning revision's document.
+    public var includeDocuments = false
+    /// Only these documents (`filter=_doc_ids`).
+    public var documentIDs: Set<String>?
+    /// Only documents whose winning revision matches (`filter=_selector`).
+    public var selector: Selector?
+    /// Only design documents (`filter=_design`).
+    public var designOnly = false
+
+    /// All changes since the start, winners only.
+    public init(since: UInt64 = 0) { self.since = since }
+}
+
+/// A page of the changes feed.
+public struct ChangesPage: Sendable {
+    /// The changes, in sequence order (reversed when descending).
+    public let changes: [Change]
+    /// Where to continue from: the last change's sequence, or the database's
+    /// last sequence when the feed was read to its end.
+    public let lastSequence: UInt64
+    /// About how many changes come after `lastSequence`.
+    public let pending: Int
+}

@@ -1,0 +1,199 @@
+import Foundation
+
+extension Database {
+    /// Writes documents in one transaction and returns a result per document, in order.
+    ///
+    /// With `newEdits` (the default) each document is a new edit: `_rev` must be a
+    /// current leaf (or absent for a new or deleted document), and a new revision
+    /// id is derived from the edit. With `newEdits: false` each document is an
+    /// existing revision with its ancestry (`_revisions`), merged into the tree as
+    /// replication requires; an already-known revision is accepted unchanged.
+    public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
+        var parsed: [Result<ParsedDocument, StoreError>] = []
+        parsed.reserveCapacity(uploads.count)
+        for upload in uploads {
+            do throws(StoreError) {
+                var document = try DocumentValidation.parse(upload, store: attachments)
+                if document.id == nil {
+                    guard newEdits else { throw .badRequest("Document id is required with new_edits=false") }
+                    document.id = Self.newDocumentID()
+                }
+                if !newEdits, document.revision == nil, !document.isLocal {
+                    throw StoreError.badRequest("Document rev is required with new_edits=false")
+                }
+                if document.bodyText.count > options.maximumDocumentSize {
+                    throw StoreError.tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
+                }
+                parsed.append(.success(document))
+            } catch {
+                parsed.append(.failure(error))
+            }
+        }
+        let documents = parsed
+        defer {
+            for case .success(let document) in documents {
+                for key in document.stagedKeys { attachments.unpin(key) }
+            }
+            for upload in uploads {
+                for staged in upload.staged.values { attachments.unpin(staged.key) }
+            }
+        }
+        return try await write { context in
+            documents.enumerated().map { offset, parsed in
+                switch parsed {
+                case .failure(let error):
+                    return WriteResult(id: uploads[offset].json["_id"]?.stringValue ?? "", result: .failure(error))
+                case .success(let document):
+                    let id = document.id!
+                    do {
+                        let revision = document.isLocal
+                            ? try LocalDocuments.put(document, in: context.connection)
+                            : try DocumentUpdate.apply(document, newEdits: newEdits, in: &context)
+                        return WriteResult(id: id, result: .success(revision))
+                    } catch let error as StoreError {
+                        return WriteResult(id: id, result: .failure(error))
+                    } catch {
+                        return WriteResult(id: id, result: .failure(.internal("\(error)")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes one document and returns its new revision; throws what the bulk result would carry.
+    @discardableResult
+    public func put(_ json: JSON, newEdits: Bool = true, staged: [String: StagedAttachment] = [:]) async throws(StoreError) -> WriteResult {
+        let result = try await bulkDocs([DocumentUpload(json, staged: staged)], newEdits: newEdits)[0]
+        _ = try result.result.get()
+        return result
+    }
+
+    /// Deletes a document: a new tombstone revision on top of `revision`.
+    @discardableResult
+    public func delete(id: String, revision: RevisionID) async throws(StoreError) -> RevisionID {
+        try await put(["_id": .string(id), "_rev": .string(revision.description), "_deleted": true]).result.get()
+    }
+
+    /// Writes `bytes` as attachment content for a following write.
+    public func stageAttachment(_ bytes: some Collection<UInt8>) throws(StoreError) -> StagedAttachment {
+        try attachments.stage(bytes)
+    }
+
+    /// Streams attachment content to its file for a following write; at most
+    /// one chunk is held in memory. Fails with 413 past `limit` bytes.
+    public func stageAttachment<Chunks: AsyncSequence>(_ chunks: Chunks, limit: Int) async throws -> StagedAttachment
+    where Chunks.Element: Collection<UInt8> {
+        try await attachments.stage(chunks, limit: limit)
+    }
+
+    /// A new random document id: 32 hex digits, as CouchDB makes them.
+    static func newDocumentID() -> String {
+        UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+    }
+}
+
+/// Applies one validated document to its row inside the writer's transaction.
+enum DocumentUpdate {
+    static func apply(_ document: ParsedDocument, newEdits: Bool, in context: inout WriteContext) throws -> RevisionID {
+        let id = document.id!
+        let db = context.connection
+        let select = try db.statement("SELECT seq, deleted, tree FROM docs WHERE id = ?")
+        select.bind(id, at: 1)
+        var previous: (sequence: Int64, deleted: Bool)?
+        var tree = RevisionTree()
+        if try select.step() {
+            previous = (select.int64(0), select.int(1) != 0)
+            tree = try RevisionTree(decoding: select.blob(2))
+        }
+        select.reset()
+
+        let revision: RevisionID
+        if newEdits {
+            let parent: RevisionID?
+            if let given = document.revision {
+                guard let index = tree.index(of: given), tree.isLeaf(index) else { throw StoreError.conflict }
+                parent = given
+            } else if let winner = tree.winner {
+                guard winner.deleted else { throw StoreError.conflict }
+                parent = winner.revision
+            } else {
+                parent = nil
+            }
+            let generation = (parent?.generation ?? 0) + 1
+            let attachments = try resolve(document.attachments, generation: generation, parent: parent, in: tree)
+            let digest = RevisionDigest.digest(
+                parent: parent, deleted: document.deleted,
+                canonicalBody: JSON.object(document.body).serializedBytes(sortedKeys: true), attachments: attachments
+            )
+            revision = RevisionID(generation: generation, digest: digest)
+            if tree.contains(revision) { throw StoreError.conflict }
+            tree.addRevision(revision, parent: parent, deleted: document.deleted, body: document.bodyText, attachments: attachments)
+        } else {
+            revision = document.revision!
+            let history = document.history.isEmpty ? [revision] : document.history
+            let attachments = try resolve(document.attachments, generation: revision.generation, parent: nil, in: tree)
+            let outcome = tree.merge(history: history, deleted: document.deleted, body: document.bodyText, attachments: attachments)
+            if outcome == .alreadyPresent { return revision }
+        }
+        _ = tree.stem(limit: context.revsLimit)
+        try AncestorBodies.keep(tree.removeAncestorBodies(), id: id, in: db)
+
+        guard let winner = tree.winner else { throw StoreError.internal("empty revision tree") }
+        let sequence = context.nextSequence()
+        if let previous {
+            let update = try db.statement("UPDATE docs SET seq = ?, winner = ?, deleted = ?, tree = ? WHERE seq = ?")
+            update.bind(Int64(sequence), at: 1)
+            update.bind(winner.revision.description, at: 2)
+            update.bind(winner.deleted ? 1 : 0, at: 3)
+            update.bind(tree.encoded(), at: 4)
+            update.bind(previous.sequence, at: 5)
+            try update.run()
+            if previous.deleted != winner.deleted {
+                context.docCount += winner.deleted ? -1 : 1
+                context.deletedCount += winner.deleted ? 1 : -1
+            }
+        } else {
+            let insert = try db.statement("INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?)")
+            insert.bind(Int64(sequence), at: 1)
+            insert.bind(id, at: 2)
+            insert.bind(winner.revision.description, at: 3)
+            insert.bind(winner.deleted ? 1 : 0, at: 4)
+            insert.bind(tree.encoded(), at: 5)
+            try insert.run()
+            if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
+        }
+        return revision
+    }
+
+    /// Turns attachment inputs into attachment records: stubs are looked up in
+    /// the parent revision (new edits) or anywhere in the tree by digest (replicated revisions).
+    private static func resolve(
+        _ inputs: [(name: String, input: ParsedDocument.AttachmentInput)],
+        generation: Int, parent: RevisionID?, in tree: RevisionTree
+    ) throws -> [Attachment] {
+        try inputs.map { name, input in
+            switch input {
+            case .content(let staged, let contentType, let revpos):
+                return Attachment(name: name, contentType: contentType, length: staged.length, digest: staged.digest,
+                                  revpos: revpos ?? generation, key: staged.key)
+            case .stub(let digest):
+                let candidates = parent.flatMap { tree.node($0) }.map { [$0] } ?? tree.nodes
+                for node in candidates.reversed() {
+                    if let found = node.attachments.first(where: { $0.name == name && (digest == nil || $0.digest == digest) }) {
+                        return found
+                    }
+                }
+                if parent == nil, let digest {
+                    for node in tree.nodes {
+                        if let found = node.attachments.first(where: { $0.digest == digest }) {
+                            var renamed = found
+                            renamed.name = name
+                            return renamed
+                        }
+                    }
+                }
+                throw StoreError(.preconditionFailed, error: "missing_stub", reason: "Invalid attachment stub for \(name)")
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// One document database: a SQLite file in WAL mode and a folder of
+/// attachment files beside it.
+///
+/// A `Database` is safe to use from any task. Reads run on the caller's
+/// thread against a snapshot and never wait for writes; writes from all
+/// callers are queued to a single writer that commits them in groups.
+///
+/// ```swift
+/// let db = try Database.open(path: "/var/lib/syncd/notes.sqlite", name: "notes")
+/// let rev = try await db.put(["_id": "a", "title": "hello"])
+/// let doc = try db.document(id: "a")
+/// for await sequence in db.commits() { ... }   // after every commit
+/// ```
+public final class Database: Sendable {
+    /// Tunables fixed when a database is opened.
+    public struct Options: Sendable {
+        /// Read connections kept open.
+        public var readers = 4
+        /// Wait for the disk on every commit (SQLite `synchronous=FULL`). The default,
+        /// `NORMAL`, survives any crash of the process but not a power cut.
+        public var fullSync = false
+        /// The largest document body accepted, in bytes (CouchDB's default: 8 MB).
+        public var maximumDocumentSize = 8_000_000
+        /// Defaults.
+        public init() {}
+    }
+
+    /// The database's name, as the listener serves it.
+    public let name: String
+    /// The path of the SQLite file.
+    public let path: String
+    /// A UUID made when the database was created, never changed: replication
+    /// checkpoints are keyed by it.
+    public let uuid: String
+    /// When this instance was opened, in microseconds since 1970 (CouchDB's `instance_start_time`).
+    public let instanceStartTime: Int64
+
+    let options: Options
+    let writer: Writer
+    let readers: Readers
+    let notifier: Notifier
+    let attachments: AttachmentStore
+    private let expirySweeper = Mutex<Task<Void, Never>?>(nil)
+
+    /// Opens the database file at `path`, creating it (and its attachment folder) if needed.
+    public static func open(path: String, name: String? = nil, options: Options = Options()) throws(StoreError) -> Database {
+        try Database(path: path, name: name ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent, options: options)
+    }
+
+    private init(path: String, name: String, options: Options) throws(StoreError) {
+        self.name = name
+        self.path = path
+        self.options = options
+        self.instanceStartTime = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let connection = try Connection(path: path, readOnly: false)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = \(options.fullSync ? "FULL" : "NORMAL")")
+        try connection.execute("PRAGMA cache_size = -16000")
+        try Schema.migrate(connection)
+        let meta = try Self.loadMeta(connection)
+        self.uuid = meta.uuid
+        self.attachments = try AttachmentStore(folder: path + ".attachments")
+        let notifier = Notifier()
+        self.notifier = notifier
+        let readers = Readers(path: path, count: max(1, options.readers))
+        self.readers = readers
+        self.writer = Writer(
+            context: WriteContext(connection: connection, lastSequence: meta.lastSequence, docCount: meta.docCount,
+                                  deletedCount: meta.deletedCount, revsLimit: meta.revsLimit),
+            logPath: path + "-wal",
+            committed: { notifier.publish($0) },
+            logGrew: { db in readers.pause { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } }
+        )
+        scheduleExpiry()
+    }
+
+    private struct Meta {
+        var uuid: String
+        var lastSequence: UInt64
+        var docCount: Int
+        var deletedCount: Int
+        var revsLimit: Int
+    }
+
+    private static func loadMeta(_ db: Connection) throws(StoreError) -> Meta {
+        var values: [String: Statement.Value] = [:]
+        let select = try db.statement("SELECT key, value FROM meta")
+        while try select.step() { values[select.string(0)] = select.value(1) }
+        var uuid = values["uuid"]?.text ?? ""
+        if uuid.isEmpty {
+            uuid = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let insert = try db.statement("INSERT INTO meta(key, value) VALUES ('uuid', ?), ('revs_limit', 1000)")
+            insert.bind(uuid, at: 1)
+            try insert.run()
+        }
+        return Meta(
+            uuid: uuid,
+            lastSequence: UInt64(values["last_seq"]?.integer ?? 0),
+            docCount: Int(values["doc_count"]?.integer ?? 0),
+            deletedCount: Int(values["del_count"]?.integer ?? 0),
+            revsLimit: Int(values["revs_limit"]?.integer ?? 1000)
+        )
+    }
+
+    /// Finishes queued writes, ends change streams and closes the files.
+    /// Using the database afterwards throws.
+    public func close() {
+        expirySweeper.withLock { $0?.cancel() }
+        writer.close()
+        readers.close()
+        notifier.finish()
+    }
+
+    /// A stream of the last sequence after each commit that changed documents.
+    /// It ends when the database is closed. A slow consumer sees only the newest value.
+    public func commits() -> AsyncStream<UInt64> { notifier.stream() }
+
+    /// Runs `work` on a read snapshot.
+    func read<T: Sendable>(_ work: @Sendable (Connection) throws -> T) throws(StoreError) -> T {
+        do {
+            return try readers.read(work)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .internal("\(error)")
+        }
+    }
+
+    /// Runs `work` in the writer's next group commit.
+    func write<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await writer.write(work)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .internal("\(error)")
+        }
+    }
+
+    func restartExpiry() { scheduleExpiry() }
+
+    private func scheduleExpiry() {
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let next = try? self?.nextExpiration() else {
+                    try? await Task.sleep(for: .seconds(3600))
+                    continue
+                }
+                let delay = max(0, next.timeIntervalSinceNow)
+                try? await Task.sleep(for: .seconds(min(delay, 3600)))
+                if Task.isCancelled { return }
+                _ = try? await self?.purgeExpired()
+            }
+        }
+        expirySweeper.withLock { previous in
+            previous?.cancel()
+            previous = task
+        }
+    }
+}
+
+/// Database information, as CouchDB's `GET /{db}` reports it.
+public struct DatabaseInfo: Sendable, Hashable {
+    /// The database name.
+    public var name: String
+    /// The database's stable UUID.
+    public var uuid: String
+    /// Documents whose winning revision is not deleted.
+    public var docCount: Int
+    /// Documents whose winning revision is a tombstone.
+    public var deletedDocCount: Int
+    /// The sequence of the last change.
+    public var updateSequence: UInt64
+    /// Bytes on disk: the SQLite file, its WAL, and attachment files.
+    public var fileSize: Int
+    /// Bytes of live data in the SQLite file (pages in use).
+    public var activeSize: Int
+    /// When this instance was opened, microseconds since 1970.
+    public var instanceStartTime: Int64
+}
+
+extension Database {
+    /// The document counts, last sequence and sizes.
+    public func info() throws(StoreError) -> DatabaseInfo {
+        let (values, pages) = try read { db in
+            var values: [String: Int64] = [:]
+            let select = try db.statement("SELECT key, value FROM meta WHERE key IN ('last_seq', 'doc_count', 'del_count')")
+            while try select.step() { values[select.string(0)] = select.int64(1) }
+            let pageSize = try db.statement("PRAGMA page_size")
+            _ = try pageSize.step()
+            let size = pageSize.int64(0)
+            let freelist = try db.statement("PRAGMA freelist_count")
+            _ = try freelist.step()
+            let free = freelist.int64(0)
+            let count = try db.statement("PRAGMA page_count")
+            _ = try count.step()
+            return (values, (count.int64(0) - free) * size)
+        }
+        let fileManager = FileManager.default
+        let fileSize = [path, path + "-wal"].reduce(0) { sum, file in
+            sum + ((try? fileManager.attributesOfItem(atPath: file)[.size] as? Int) ?? 0)
+        } + attachments.totalSize()
+        return DatabaseInfo(
+            name: name, uuid: uuid,
+            docCount: Int(values["doc_count"] ?? 0),
+            deletedDocCount: Int(values["del_count"] ?? 0),
+            updateSequence: UInt64(values["last_seq"] ?? 0),
+            fileSize: fileSize,
+            activeSize: Int(pages),
+            instanceStartTime: instanceStartTime
+        )
+    }
+
+    /// The sequence of the last committed change.
+    public func lastSequence() throws(StoreError) -> UInt64 {
+        try read { db in
+            let select = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
+            return try select.step() ? UInt64(select.int64(0)) : 0
+        }
+    }
+}

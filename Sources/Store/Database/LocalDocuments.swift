@@ -1,0 +1,79 @@
+/// A local document: never replicated, never in the changes feed, no
+/// revision tree. Replication checkpoints live here.
+public struct LocalDocument: Sendable, Hashable {
+    /// The id, including its `_local/` prefix.
+    public let id: String
+    /// The revision, `0-N` where N counts the writes.
+    public let revision: RevisionID
+    /// The body's own fields.
+    public let body: JSON.Object
+
+    /// The document in CouchDB's JSON form.
+    public var json: JSON {
+        .object(JSON.Object(uniqueMembers: [("_id", .string(id)), ("_rev", .string(revision.description))] + body.members))
+    }
+}
+
+enum LocalDocuments {
+    /// Writes or deletes a local document; `_rev` must name the current revision.
+    static func put(_ document: ParsedDocument, in db: Connection) throws -> RevisionID {
+        let id = document.id!
+        let select = try db.statement("SELECT rev FROM local_docs WHERE id = ?")
+        select.bind(id, at: 1)
+        let current: Int? = try select.step() ? select.int(0) : nil
+        select.reset()
+        let given = document.revision.flatMap { Int($0.digest) }
+        if current != given, !(current == nil && document.revision == nil) { throw StoreError.conflict }
+        if document.deleted {
+            guard current != nil else { throw StoreError.notFound("missing") }
+            let delete = try db.statement("DELETE FROM local_docs WHERE id = ?")
+            delete.bind(id, at: 1)
+            try delete.run()
+            return RevisionID(generation: 0, digest: "0")
+        }
+        let next = (current ?? 0) + 1
+        let upsert = try db.statement("INSERT OR REPLACE INTO local_docs(id, rev, body) VALUES (?, ?, ?)")
+        upsert.bind(id, at: 1)
+        upsert.bind(next, at: 2)
+        upsert.bind(document.bodyText, at: 3)
+        try upsert.run()
+        return RevisionID(generation: 0, digest: String(next))
+    }
+}
+
+extension Database {
+    /// Reads a local document; `id` includes the `_local/` prefix.
+    public func localDocument(id: String) throws(StoreError) -> LocalDocument {
+        try read { db in
+            let select = try db.statement("SELECT rev, body FROM local_docs WHERE id = ?")
+            select.bind(id, at: 1)
+            guard try select.step() else { throw StoreError.notFound("missing") }
+            guard case .object(let body) = try JSON(parsing: select.blob(1)) else { throw StoreError.internal("corrupt local document \(id)") }
+            return LocalDocument(id: id, revision: RevisionID(generation: 0, digest: String(select.int(0))), body: body)
+        }
+    }
+
+    /// Writes a local document. `json` may carry `_rev`, which must be the current one.
+    @discardableResult
+    public func putLocal(id: String, _ json: JSON) async throws(StoreError) -> RevisionID {
+        guard id.hasPrefix("_local/"), id.count > 7 else { throw .badRequest("Local document ids start with _local/") }
+        var object = json.objectValue ?? [:]
+        if let given = object["_rev"]?.stringValue {
+            guard given.hasPrefix("0-"), Int(given.dropFirst(2)) != nil else { throw .badRequest("Invalid rev format") }
+            object["_rev"] = nil
+        }
+        let revision = json["_rev"]?.stringValue.map { RevisionID(generation: 0, digest: String($0.dropFirst(2))) }
+        guard json.objectValue != nil else { throw .badRequest("Document must be a JSON object") }
+        let deleted = object["_deleted"]?.boolValue ?? false
+        for key in object.keys where key.hasPrefix("_") { object[key] = nil }
+        let document = ParsedDocument(id: id, revision: revision, history: [], deleted: deleted,
+                                      body: object, bodyText: JSON.object(object).serializedBytes(), attachments: [])
+        return try await write { context in try LocalDocuments.put(document, in: context.connection) }
+    }
+
+    /// Deletes a local document; `revision` must be the current one.
+    public func deleteLocal(id: String, revision: RevisionID?) async throws(StoreError) {
+        let document = ParsedDocument(id: id, revision: revision, history: [], deleted: true, body: [:], bodyText: [], attachments: [])
+        _ = try await write { context in try LocalDocuments.put(document, in: context.connection) }
+    }
+}

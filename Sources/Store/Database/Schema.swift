@@ -1,0 +1,55 @@
+/// The tables of one database file.
+///
+/// `docs` keeps one row per document: its current sequence is the rowid, so
+/// the changes feed is a scan in rowid order and each document appears once,
+/// at its latest change. The whole revision tree, with the bodies it still
+/// holds, is one BLOB; the winner and its deletion flag are columns so listings
+/// need not decode it. Bodies of revisions that are no longer leaves move to
+/// `ancestor_bodies` until compaction, so the tree rewritten on each update
+/// stays small.
+enum Schema {
+    static let version = 1
+
+    static func migrate(_ db: Connection) throws(StoreError) {
+        let current = try userVersion(db)
+        guard current < version else {
+            if current > version { throw .internal("database schema \(current) is newer than this syncd (\(version))") }
+            return
+        }
+        try db.execute("""
+            PRAGMA auto_vacuum = INCREMENTAL;
+            BEGIN IMMEDIATE;
+            CREATE TABLE IF NOT EXISTS meta (
+                key TEXT PRIMARY KEY NOT NULL,
+                value ANY
+            ) STRICT;
+            CREATE TABLE IF NOT EXISTS docs (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                winner TEXT NOT NULL,
+                deleted INTEGER NOT NULL,
+                tree BLOB NOT NULL,
+                expires REAL
+            ) STRICT;
+            CREATE INDEX IF NOT EXISTS docs_by_expiry ON docs(expires) WHERE expires IS NOT NULL;
+            CREATE TABLE IF NOT EXISTS local_docs (
+                id TEXT PRIMARY KEY NOT NULL,
+                rev INTEGER NOT NULL,
+                body BLOB NOT NULL
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS ancestor_bodies (
+                id TEXT NOT NULL,
+                rev TEXT NOT NULL,
+                body BLOB NOT NULL,
+                PRIMARY KEY (id, rev)
+            ) STRICT, WITHOUT ROWID;
+            PRAGMA user_version = \(version);
+            COMMIT;
+            """)
+    }
+
+    private static func userVersion(_ db: Connection) throws(StoreError) -> Int {
+        let statement = try db.statement("PRAGMA user_version")
+        return try statement.step() ? statement.int(0) : 0
+    }
+}

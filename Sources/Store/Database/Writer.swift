@@ -1,0 +1,174 @@
+import CSQLite
+import Dispatch
+import Glibc
+import Synchronization
+
+/// What a write job may change besides its own rows: the sequence counter and
+/// the document counts, applied to the database's metadata once per commit.
+struct WriteContext {
+    let connection: Connection
+    var lastSequence: UInt64
+    var docCount: Int
+    var deletedCount: Int
+    var revsLimit: Int
+
+    /// The sequence for the next change, one past the last.
+    mutating func nextSequence() -> UInt64 {
+        lastSequence += 1
+        return lastSequence
+    }
+}
+
+/// The one connection that writes, on a thread of its own.
+///
+/// Jobs submitted from any task queue up; the writer takes every job waiting
+/// and runs them in one transaction (a group commit), each inside a savepoint
+/// so one failing job leaves the others' work intact. Callers are resumed
+/// only after the commit, so an acknowledged write is durable.
+final class Writer: Sendable {
+    private struct Job: Sendable {
+        let work: @Sendable (inout WriteContext) throws -> any Sendable
+        let continuation: CheckedContinuation<any Sendable, any Error>
+    }
+
+    private struct Queue: ~Copyable {
+        var jobs: [Job] = []
+        var draining = false
+        var closed = false
+    }
+
+    /// The most jobs in one transaction; a bound on commit latency.
+    static let maximumBatch = 512
+
+    private let connection: Mutex<WriteContext>
+    private let queue = Mutex(Queue())
+    private let thread = DispatchQueue(label: "syncd.store.writer", qos: .userInitiated)
+    private let committed: @Sendable (UInt64) -> Void
+    /// Transactions committed so far: fewer than jobs when commits were grouped.
+    let transactions = Atomic<Int>(0)
+
+    /// Runs on the writer's thread when the write-ahead log has grown past `largeLog` bytes.
+    private let logGrew: @Sendable (Connection) -> Void
+    private let logPath: String
+    /// The log size that calls for a reset; SQLite's own checkpoints cannot
+    /// reset it while readers overlap without pause.
+    static let largeLog = 64 << 20
+
+    init(context: consuming sending WriteContext, logPath: String,
+         committed: @escaping @Sendable (UInt64) -> Void, logGrew: @escaping @Sendable (Connection) -> Void) {
+        self.connection = Mutex(context)
+        self.logPath = logPath
+        self.committed = committed
+        self.logGrew = logGrew
+    }
+
+    /// Runs `work` in the next group commit and returns its result once committed.
+    func write<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) async throws -> T {
+        let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
+            let job = Job(work: { context in try work(&context) }, continuation: continuation)
+            let start = queue.withLock { queue -> Bool? in
+                if queue.closed { return nil }
+                queue.jobs.append(job)
+                if queue.draining { return false }
+                queue.draining = true
+                return true
+            }
+            switch start {
+            case nil: continuation.resume(throwing: StoreError.internal("the database is closed"))
+            case true?: thread.async { self.drain() }
+            case false?: break
+            }
+        }
+        return result as! T
+    }
+
+    /// Runs `work` alone, outside any transaction, after the queued jobs (for VACUUM and the like).
+    func exclusive<T: Sendable>(_ work: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            thread.async {
+                let result = Result { try self.connection.withLock { try work($0.connection) } }
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// Refuses new jobs; queued ones still run.
+    func close() {
+        queue.withLock { $0.closed = true }
+        thread.sync {}
+    }
+
+    private func drain() {
+        while true {
+            let batch = queue.withLock { queue -> [Job] in
+                let batch = Array(queue.jobs.prefix(Self.maximumBatch))
+                queue.jobs.removeFirst(batch.count)
+                if batch.isEmpty { queue.draining = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            let (results, sequence) = connection.withLock { context in run(batch, in: &context) }
+            for (job, result) in zip(batch, results) { job.continuation.resume(with: result) }
+            if let sequence { committed(sequence) }
+            if transactions.load(ordering: .relaxed) % 32 == 0 { checkLog() }
+        }
+    }
+
+    private func checkLog() {
+        var info = stat()
+        guard stat(logPath, &info) == 0, Int(info.st_size) > Self.largeLog else { return }
+        connection.withLock { logGrew($0.connection) }
+    }
+
+    /// One transaction for the whole batch. Returns each job's result and the
+    /// last sequence if the commit changed it.
+    private func run(_ batch: [Job], in context: inout WriteContext) -> ([Result<any Sendable, any Error>], UInt64?) {
+        let saved = context
+        let db = context.connection
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            return (batch.map { _ in .failure(error) }, nil)
+        }
+        var results: [Result<any Sendable, any Error>] = []
+        results.reserveCapacity(batch.count)
+        for job in batch {
+            let before = context
+            do {
+                try db.execute("SAVEPOINT job")
+                let value = try job.work(&context)
+                db.resetStatements()
+                try db.execute("RELEASE job")
+                results.append(.success(value))
+            } catch {
+                db.resetStatements()
+                try? db.execute("ROLLBACK TO job; RELEASE job")
+                context = before
+                results.append(.failure(error))
+            }
+        }
+        do {
+            if context.lastSequence != saved.lastSequence || context.docCount != saved.docCount
+                || context.deletedCount != saved.deletedCount
+            {
+                let statement = try db.statement("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)")
+                for (key, value) in [("last_seq", Int64(context.lastSequence)), ("doc_count", Int64(context.docCount)),
+                                     ("del_count", Int64(context.deletedCount))]
+                {
+                    statement.reset()
+                    statement.bind(key, at: 1)
+                    statement.bind(value, at: 2)
+                    try statement.run()
+                }
+                statement.reset()
+            }
+            try db.execute("COMMIT")
+            transactions.add(1, ordering: .relaxed)
+        } catch {
+            try? db.execute("ROLLBACK")
+            context = saved
+            return (batch.map { _ in .failure(error) }, nil)
+        }
+        return (results, context.lastSequence != saved.lastSequence ? context.lastSequence : nil)
+    }
+}

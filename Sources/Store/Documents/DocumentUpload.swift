@@ -1,0 +1,53 @@
+/// A document to write, in CouchDB's JSON shape: `_id`, `_rev`, `_deleted`,
+/// `_revisions`, `_attachments` and the body's own fields.
+///
+/// Attachments come inline (`data`, base64), as stubs (`"stub": true`, kept
+/// from the parent revision), or — for multipart uploads — as
+/// `"follows": true` entries whose content was staged beforehand with
+/// ``Database/stageAttachment(_:limit:)`` and is passed in `staged` by name.
+public struct DocumentUpload: Sendable {
+    /// The document as CouchDB accepts it.
+    public var json: JSON
+    /// Content for `"follows": true` attachments, by attachment name.
+    public var staged: [String: StagedAttachment]
+
+    /// A document with, optionally, staged attachment content.
+    public init(_ json: JSON, staged: [String: StagedAttachment] = [:]) {
+        self.json = json
+        self.staged = staged
+    }
+}
+
+/// The outcome of writing one document of a bulk request.
+public struct WriteResult: Sendable {
+    /// The document id (generated if the document had none).
+    public let id: String
+    /// The new (or, for `new_edits=false`, the inserted) revision, or why the write was refused.
+    public let result: Result<RevisionID, StoreError>
+}
+
+/// A validated upload, split into CouchDB's special fields and the body.
+struct ParsedDocument: Sendable {
+    enum AttachmentInput: Sendable {
+        /// Keep the attachment of this name (and, when given, this digest) from an existing revision.
+        case stub(digest: String?)
+        /// New content.
+        case content(StagedAttachment, contentType: String, revpos: Int?)
+    }
+
+    var id: String?
+    var revision: RevisionID?
+    /// `_revisions`, newest first; empty if not given.
+    var history: [RevisionID]
+    var deleted: Bool
+    var body: JSON.Object
+    /// `body` as stored: compact JSON in the order the fields were given.
+    var bodyText: [UInt8]
+    var attachments: [(name: String, input: AttachmentInput)]
+    var isLocal: Bool { id?.hasPrefix("_local/") ?? false }
+
+    /// The staged files this document holds pinned.
+    var stagedKeys: [String] {
+        attachments.compactMap { if case .content(let staged, _, _) = $0.input { staged.key } else { nil } }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The checks CouchDB makes on a document before writing it.
+enum DocumentValidation {
+    /// Top-level fields starting with `_` that a document may carry.
+    static let specialFields: Set<String> = [
+        "_id", "_rev", "_deleted", "_attachments", "_revisions", "_revs_info",
+        "_conflicts", "_deleted_conflicts", "_local_seq",
+    ]
+
+    /// Checks a document id: non-empty, and only `_design/` and `_local/` ids may start with `_`.
+    static func validate(id: String) throws(StoreError) {
+        guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
+        guard id.utf8.count <= 4096 else { throw .illegalDocID("Document id is too long") }
+        if id.hasPrefix("_"), !id.hasPrefix("_design/"), !id.hasPrefix("_local/") {
+            throw .illegalDocID("Only reserved document ids may start with underscore.")
+        }
+    }
+
+    /// Splits and checks an upload. Inline attachment data is written to files
+    /// here, before the write transaction, and pinned there until the write ends.
+    static func parse(_ upload: DocumentUpload, id explicitID: String? = nil, store: AttachmentStore) throws(StoreError) -> ParsedDocument {
+        guard case .object(var object) = upload.json else {
+            throw .badRequest("Document must be a JSON object")
+        }
+        var id: String? = explicitID
+        if let value = object.removeValue(forKey: "_id") {
+            guard case .string(let given) = value else { throw .illegalDocID("Document id must be a string") }
+            if let explicitID, explicitID != given {
+                throw .badRequest("Document id must match the id in the URL")
+            }
+            id = given
+        }
+        if let id { try validate(id: id) }
+
+        var revision: RevisionID?
+        if let value = object.removeValue(forKey: "_rev") {
+            guard case .string(let text) = value else { throw .badRequest("Invalid rev format") }
+            if id?.hasPrefix("_local/") == true, text.hasPrefix("0-"), let count = Int(text.dropFirst(2)), count >= 0 {
+                revision = RevisionID(generation: 0, digest: String(count))
+            } else if let parsed = RevisionID(text) {
+                revision = parsed
+            } else {
+                throw .badRequest("Invalid rev format")
+            }
+        }
+
+        var deleted = false
+        if let value = object.removeValue(forKey: "_deleted") {
+            guard case .bool(let flag) = value else { throw .badRequest("_deleted must be a boolean") }
+            deleted = flag
+        }
+
+        var history: [RevisionID] = []
+        if let value = object.removeValue(forKey: "_revisions") {
+            history = try parseRevisions(value)
+            guard let revision else { throw .badRequest("_revisions given without _rev") }
+            guard history.first == revision else {
+                throw .badRequest("_rev \(revision) does not match _revisions")
+            }
+        }
+
+        var attachments: [(name: String, input: ParsedDocument.AttachmentInput)] = []
+        if let value = object.removeValue(forKey: "_attachments") {
+            guard case .object(let entries) = value else { throw .badRequest("_attachments must be an object") }
+            for (name, entry) in entries {
+                attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))
+            }
+        }
+
+        for key in object.keys where key.hasPrefix("_") {
+            if specialFields.contains(key) {
+                object.removeValue(forKey: key)
+            } else {
+                throw StoreError(.badRequest, error: "doc_validation", reason: "Bad special document member: \(key)")
+            }
+        }
+        return ParsedDocument(id: id, revision: revision, history: history, deleted: deleted, body: object,
+                              bodyText: JSON.object(object).serializedBytes(), attachments: attachments)
+    }
+
+    /// Reads `{"start": N, "ids": [...]}` into revision ids, newest first.
+    static func parseRevisions(_ value: JSON) throws(StoreError) -> [RevisionID] {
+        guard case .object(let revisions) = value,
+              let start = revisions["start"]?.intValue, start >= 1,
+              case .array(let ids)? = revisions["ids"], !ids.isEmpty, ids.count <= start
+        else { throw .badRequest("_revisions must be {\"start\": N, \"ids\": [...]}") }
+        var history: [RevisionID] = []
+        history.reserveCapacity(ids.count)
+        for (offset, id) in ids.enumerated() {
+            guard case .string(let digest) = id, let revision = RevisionID("\(start - offset)-\(digest)") else {
+                throw .badRequest("Invalid rev format in _revisions")
+            }
+            history.append(revision)
+        }
+        return history
+    }
+
+    private static func parseAttachment(
+        name: String, _ entry: JSON, upload: DocumentUpload, store: AttachmentStore
+    ) throws(StoreError) -> ParsedDocument.AttachmentInput {
+        guard !name.isEmpty, !name.hasPrefix("_") else {
+            throw .badRequest("Attachment name must not be empty or start with underscore")
+        }
+        guard case .object(let fields) = entry else { throw .badRequest("Attachment \(name) must be an object") }
+        let contentType = fields["content_type"]?.stringValue ?? "application/octet-stream"
+        let revpos = fields["revpos"]?.intValue
+        if fields["stub"]?.boolValue == true {
+            return .stub(digest: fields["digest"]?.stringValue)
+        }
+        if fields["follows"]?.boolValue == true {
+            guard let staged = upload.staged[name] else {
+                throw .badRequest("Attachment \(name) follows, but no content was sent for it")
+            }
+            if let digest = fields["digest"]?.stringValue, digest.hasPrefix("md5-"), digest != staged.digest {
+                throw StoreError(.badRequest, error: "content_md5_mismatch", reason: "Possible message corruption.")
+            }
+            return .content(staged, contentType: contentType, revpos: revpos)
+        }
+        guard case .string(let base64)? = fields["data"] else {
+            throw .badRequest("Attachment \(name) needs data, follows or stub")
+        }
+        guard let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
+            throw .badRequest("Invalid attachment data for \(name)")
+        }
+        let staged = try store.stage(data)
+        return .content(staged, contentType: contentType, revpos: revpos)
+    }
+}

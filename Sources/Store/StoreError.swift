@@ -1,0 +1,51 @@
+/// Why the store refused a request, in CouchDB's terms: `error` and `reason`
+/// are what CouchDB puts in its JSON error body, and `kind` says which HTTP
+/// answer a server gives for it.
+///
+/// A refused write changes nothing that was stored.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The class of failure, one per CouchDB status code.
+    public enum Kind: Sendable, Hashable {
+        /// 400: the request itself is malformed.
+        case badRequest
+        /// 404: no such document, revision, attachment or database.
+        case notFound
+        /// 409: the revision given is not a current leaf.
+        case conflict
+        /// 412: the database already exists.
+        case preconditionFailed
+        /// 413: the document or attachment is larger than allowed.
+        case tooLarge
+        /// 500: the store failed (I/O, SQLite).
+        case `internal`
+    }
+
+    /// The class of failure.
+    public let kind: Kind
+    /// CouchDB's error name, such as `conflict` or `illegal_docid`.
+    public let error: String
+    /// A human-readable reason.
+    public let reason: String
+
+    /// An error of `kind` with CouchDB's `error` name and a `reason`.
+    public init(_ kind: Kind, error: String, reason: String) {
+        self.kind = kind
+        self.error = error
+        self.reason = reason
+    }
+
+    public var description: String { "\(error): \(reason)" }
+
+    /// 400 bad_request.
+    public static func badRequest(_ reason: String) -> StoreError { StoreError(.badRequest, error: "bad_request", reason: reason) }
+    /// 404 not_found; CouchDB's reasons are `missing` and `deleted`.
+    public static func notFound(_ reason: String = "missing") -> StoreError { StoreError(.notFound, error: "not_found", reason: reason) }
+    /// 409 conflict.
+    public static let conflict = StoreError(.conflict, error: "conflict", reason: "Document update conflict.")
+    /// 400 illegal_docid.
+    public static func illegalDocID(_ reason: String) -> StoreError { StoreError(.badRequest, error: "illegal_docid", reason: reason) }
+    /// 413 document_too_large.
+    public static func tooLarge(_ reason: String) -> StoreError { StoreError(.tooLarge, error: "document_too_large", reason: reason) }
+    /// 500 with the underlying cause.
+    public static func `internal`(_ reason: String) -> StoreError { StoreError(.internal, error: "internal_server_error", reason: reason) }
+}

@@ -1,0 +1,98 @@
+import Store
+
+/// A position in a changes feed. CouchDB's sequences are opaque JSON values
+/// (numbers in 1.x, strings since 2.0); they are only ever passed back as `since`.
+public struct ChangeSequence: Sendable, Hashable, CustomStringConvertible {
+    /// The sequence as the feed gave it.
+    public let value: JSON
+
+    /// The start of every feed.
+    public static let zero = ChangeSequence(.number(0))
+
+    /// A sequence as given by a feed or a checkpoint.
+    public init(_ value: JSON) { self.value = value }
+
+    /// A local store's sequence.
+    public init(_ number: UInt64) { self.value = .number(Double(number)) }
+
+    /// The text to send as `since`.
+    public var description: String {
+        switch value {
+        case .string(let text): text
+        case .number(let number) where number == number.rounded() && abs(number) < 1e15: String(Int64(number))
+        default: value.serialized()
+        }
+    }
+
+    /// The sequence as a local store's number, if it is one.
+    public var localNumber: UInt64? {
+        switch value {
+        case .number(let number) where number >= 0 && number == number.rounded(): UInt64(number)
+        case .string(let text): UInt64(text)
+        default: nil
+        }
+    }
+}
+
+/// What to read from a changes feed.
+public struct ChangeFeedRequest: Sendable {
+    /// Changes after this sequence.
+    public var since: ChangeSequence
+    /// Keep following the feed after its end.
+    public var continuous: Bool
+    /// About how many changes per batch.
+    public var batchSize: Int
+    /// Only the documents this filter lets through.
+    public var filter: ReplicationFilter?
+    /// How often a remote continuous feed sends a heartbeat, in milliseconds.
+    public var heartbeatMilliseconds: Int
+
+    /// A request for the feed after `since`.
+    public init(since: ChangeSequence, continuous: Bool, batchSize: Int, filter: ReplicationFilter?, heartbeatMilliseconds: Int = 10_000) {
+        self.since = since
+        self.continuous = continuous
+        self.batchSize = batchSize
+        self.filter = filter
+        self.heartbeatMilliseconds = heartbeatMilliseconds
+    }
+}
+
+/// One change: a document's leaves (`style=all_docs`) at its latest sequence.
+public struct ChangedDocument: Sendable, Hashable {
+    /// The change's sequence.
+    public var sequence: ChangeSequence
+    /// The document id.
+    public var id: String
+    /// The document's leaf revisions, winner first.
+    public var revisions: [RevisionID]
+    /// Whether the winning revision is a tombstone.
+    public var deleted: Bool
+
+    /// A change.
+    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool) {
+        self.sequence = sequence
+        self.id = id
+        self.revisions = revisions
+        self.deleted = deleted
+    }
+}
+
+/// A batch of changes read from a feed.
+public struct ChangeBatch: Sendable {
+    /// The changes, in feed order.
+    public var changes: [ChangedDocument]
+    /// Where the feed stands after this batch (for the checkpoint).
+    public var lastSequence: ChangeSequence
+    /// About how many changes remain after this batch, when the source says.
+    public var pending: Int?
+    /// The source had nothing more to send when this batch was cut.
+    public var caughtUp: Bool
+
+    /// A batch.
+    public init(changes: [ChangedDocument], lastSequence: ChangeSequence, pending: Int?, caughtUp: Bool) {
+        self.changes = changes
+        self.lastSequence = lastSequence
+        self.pending = pending
+        self.caughtUp = caughtUp
+    }
+}

@@ -1,0 +1,121 @@
+import Store
+
+/// One side of a replication: a database the replicator reads changes and
+/// revisions from, or writes revisions and checkpoints to.
+///
+/// The replicator speaks only to this protocol, so the same pipeline runs
+/// local-to-local, push, pull and remote-to-remote. ``LocalEndpoint`` wraps a
+/// `Store.Database`; ``RemoteEndpoint`` speaks the CouchDB replication protocol
+/// over HTTP(S).
+public protocol Endpoint: Sendable {
+    /// A description for logs and errors, never with credentials.
+    var displayName: String { get }
+
+    /// Whether the database lives in this process (decides push or pull in the replication id).
+    var isLocal: Bool { get }
+
+    /// Checks that the database can be reached (creating it when asked); the replication's first step.
+    func prepare(createIfMissing: Bool) async throws(EndpointError)
+
+    /// The database's stable identity: what the replication id is made from, never a URL.
+    func identity() async throws(EndpointError) -> String
+
+    /// Reads the local (never replicated) document `_local/<id>`; `nil` when there is none.
+    func localDocument(id: String) async throws(EndpointError) -> JSON?
+
+    /// Writes a local document; `json` carries the `_rev` it replaces. Returns the new `_rev`.
+    /// A stale `_rev` fails with ``EndpointError/isConflict``.
+    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String
+
+    /// Reads the changes feed (`style=all_docs`) from `request.since`, in batches handed to
+    /// `deliver`, which may take its time (back pressure). Returns at the end of the feed,
+    /// or never when `request.continuous`.
+    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws
+
+    /// Which of the given leaf revisions the database lacks (`_revs_diff`).
+    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions]
+
+    /// Reads the given revisions with their history and the attachments the
+    /// other side lacks (`_bulk_get`, or `open_revs`).
+    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision]
+
+    /// Writes replicated revisions as they are (`new_edits=false`). Returns the documents that were refused.
+    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure]
+
+    /// Asks the database to make its writes durable before a checkpoint names them.
+    func ensureFullCommit() async throws(EndpointError)
+}
+
+/// A document id and some of its revisions.
+public struct DocumentRevisions: Sendable, Hashable {
+    /// The document id.
+    public var id: String
+    /// Revisions of the document (for a change: its leaves).
+    public var revisions: [RevisionID]
+
+    /// An id and its revisions.
+    public init(id: String, revisions: [RevisionID]) {
+        self.id = id
+        self.revisions = revisions
+    }
+}
+
+/// What one side lacks of a document: the answer of `_revs_diff`, and the request to fetch it.
+public struct MissingRevisions: Sendable, Hashable {
+    /// The document id.
+    public var id: String
+    /// Revisions the side lacks.
+    public var missing: [RevisionID]
+    /// Revisions it has that may be ancestors: their attachments need not be sent again (`atts_since`).
+    public var possibleAncestors: [RevisionID]
+
+    /// A document's missing revisions.
+    public init(id: String, missing: [RevisionID], possibleAncestors: [RevisionID] = []) {
+        self.id = id
+        self.missing = missing
+        self.possibleAncestors = possibleAncestors
+    }
+}
+
+/// A revision as read for replication: CouchDB's document JSON with `_revisions`
+/// and `_attachments` (inline `data` for content the target lacks, stubs for the rest).
+public struct ReplicatedRevision: Sendable {
+    /// The document id.
+    public var id: String
+    /// The revision.
+    public var revision: RevisionID
+    /// The document JSON, as `new_edits=false` writes take it.
+    public var json: JSON
+
+    /// A revision and its JSON.
+    public init(id: String, revision: RevisionID, json: JSON) {
+        self.id = id
+        self.revision = revision
+        self.json = json
+    }
+}
+
+/// One answer of a revision fetch: the revision, or why it could not be read.
+public enum FetchedRevision: Sendable {
+    /// The revision was read.
+    case found(ReplicatedRevision)
+    /// The revision could not be read (gone since the diff, or unreadable): counted as a failure, not fatal.
+    case failed(id: String, revision: RevisionID?, reason: String)
+}
+
+/// A document the target refused to write.
+public struct WriteFailure: Sendable, Hashable {
+    /// The document id.
+    public var id: String
+    /// CouchDB's error name (`forbidden`, `unauthorized`, `bad_request`, ...).
+    public var error: String
+    /// Why.
+    public var reason: String
+
+    /// A refused document.
+    public init(id: String, error: String, reason: String) {
+        self.id = id
+        self.error = error
+        self.reason = reason
+    }
+}

@@ -1,0 +1,60 @@
+import Store
+
+/// Why a request to an endpoint failed, in CouchDB's terms: the HTTP status and
+/// the `error` and `reason` of its JSON body. Messages never carry credentials.
+public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The HTTP status, or 0 when no answer came (connection refused, reset, timed out).
+    public let status: Int
+    /// CouchDB's error name (`not_found`, `conflict`, `unauthorized`, ...), or `unreachable`.
+    public let error: String
+    /// The reason given, or what went wrong.
+    public let reason: String
+    /// Which endpoint, credentials removed.
+    public let endpoint: String
+
+    /// An error from its parts.
+    public init(status: Int, error: String, reason: String, endpoint: String) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+        self.endpoint = endpoint
+    }
+
+    /// The endpoint could not be reached, or the connection broke.
+    public static func unreachable(_ endpoint: String, _ reason: String) -> EndpointError {
+        EndpointError(status: 0, error: "unreachable", reason: reason, endpoint: endpoint)
+    }
+
+    /// The endpoint answered something that is not the CouchDB protocol.
+    public static func badResponse(_ endpoint: String, _ reason: String) -> EndpointError {
+        EndpointError(status: 502, error: "bad_response", reason: reason, endpoint: endpoint)
+    }
+
+    /// A store error of a local endpoint, with the status CouchDB would give it.
+    public init(_ error: StoreError, endpoint: String) {
+        let status = switch error.kind {
+        case .badRequest: 400
+        case .notFound: 404
+        case .conflict: 409
+        case .preconditionFailed: 412
+        case .tooLarge: 413
+        case .internal: 500
+        }
+        self.init(status: status, error: error.error, reason: error.reason, endpoint: endpoint)
+    }
+
+    /// A write lost a race (409): re-read and retry.
+    public var isConflict: Bool { status == 409 }
+
+    /// The thing asked for does not exist (404).
+    public var isNotFound: Bool { status == 404 }
+
+    /// Worth retrying later: no answer, a server error, a timeout or throttling.
+    /// Everything else (bad credentials, missing database, refused input) needs a person.
+    public var isTransient: Bool { status == 0 || status >= 500 || status == 408 || status == 429 }
+
+    /// The endpoint and what went wrong, without credentials.
+    public var description: String {
+        status == 0 ? "\(endpoint): \(reason)" : "\(endpoint): \(status) \(error): \(reason)"
+    }
+}

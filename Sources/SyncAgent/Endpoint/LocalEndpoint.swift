@@ -1,0 +1,155 @@
+import Store
+
+/// A database of this process's store as one side of a replication.
+public struct LocalEndpoint: Endpoint {
+    /// The database.
+    public let database: Database
+
+    /// The endpoint of `database`.
+    public init(_ database: Database) {
+        self.database = database
+    }
+
+    /// "local database NAME".
+    public var displayName: String { "local database \(database.name)" }
+
+    /// Always true.
+    public var isLocal: Bool { true }
+
+    /// Nothing to check: the database is open.
+    public func prepare(createIfMissing: Bool) async throws(EndpointError) {}
+
+    /// `db:` and the database's UUID.
+    public func identity() async throws(EndpointError) -> String { "db:" + database.uuid }
+
+    /// Reads `_local/<id>` from the store.
+    public func localDocument(id: String) async throws(EndpointError) -> JSON? {
+        do {
+            return try database.localDocument(id: "_local/" + id).json
+        } catch where error.kind == .notFound {
+            return nil
+        } catch {
+            throw EndpointError(error, endpoint: displayName)
+        }
+    }
+
+    /// Writes `_local/<id>` to the store; a stale `_rev` is a 409.
+    public func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
+        do {
+            return try await database.putLocal(id: "_local/" + id, json).description
+        } catch {
+            throw EndpointError(error, endpoint: displayName)
+        }
+    }
+
+    /// Pages of the store's changes (all leaves), then, when continuous, a page after each commit.
+    public func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
+        // Subscribe before the first read, so no commit falls between reading and waiting.
+        var commits = database.commits().makeAsyncIterator()
+        var options = ChangesOptions(since: request.since.localNumber ?? 0)
+        options.allLeaves = true
+        options.limit = max(1, request.batchSize)
+        switch request.filter {
+        case .documentIDs(let ids)?: options.documentIDs = Set(ids)
+        case .selector(let json)?:
+            do { options.selector = try Selector(json) } catch { throw EndpointError(error, endpoint: displayName) }
+        case nil: break
+        }
+        while true {
+            try Task.checkCancellation()
+            let page: ChangesPage
+            do { page = try database.changes(options) } catch { throw EndpointError(error, endpoint: displayName) }
+            let caughtUp = page.changes.count < options.limit! || page.pending == 0
+            let rows = page.changes.map {
+                ChangedDocument(sequence: ChangeSequence($0.sequence), id: $0.id, revisions: $0.revisions, deleted: $0.deleted)
+            }
+            try await deliver(ChangeBatch(changes: rows, lastSequence: ChangeSequence(page.lastSequence), pending: page.pending, caughtUp: caughtUp))
+            options.since = page.lastSequence
+            if caughtUp {
+                guard request.continuous else { return }
+                guard await commits.next() != nil else { throw CancellationError() }
+            }
+        }
+    }
+
+    /// The store's `revsDiff`.
+    public func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
+        do {
+            return try database.revsDiff(revisions.map { ($0.id, $0.revisions) }).map {
+                MissingRevisions(id: $0.id, missing: $0.missing, possibleAncestors: $0.possibleAncestors)
+            }
+        } catch {
+            throw EndpointError(error, endpoint: displayName)
+        }
+    }
+
+    /// Reads each missing revision (`latest`), attachments the other side lacks inline.
+    public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
+        var fetched: [FetchedRevision] = []
+        fetched.reserveCapacity(requests.count)
+        for request in requests {
+            let answers: [OpenRevision]
+            do {
+                answers = try database.openRevisions(id: request.id, revisions: request.missing, latest: true)
+            } catch {
+                fetched.append(.failed(id: request.id, revision: request.missing.first, reason: error.description))
+                continue
+            }
+            for answer in answers {
+                switch answer {
+                case .missing(let revision):
+                    fetched.append(.failed(id: request.id, revision: revision, reason: "revision is missing"))
+                case .found(let document):
+                    fetched.append(render(document, knownAncestors: request.possibleAncestors))
+                }
+            }
+        }
+        return fetched
+    }
+
+    /// The revision's JSON with `_revisions`, attachments the other side has as stubs and the rest inline.
+    private func render(_ document: DocumentRevision, knownAncestors: [RevisionID]) -> FetchedRevision {
+        let cutoff = AttachmentCutoff(history: document.history, knownAncestors: knownAncestors)
+        var unreadable: StoreError?
+        let json = document.json(.revisions) { attachment in
+            if cutoff.targetHas(attachment) { return .stub }
+            do throws(StoreError) { return .data(try database.attachmentContent(attachment)) } catch {
+                unreadable = error
+                return .stub
+            }
+        }
+        if let unreadable {
+            return .failed(id: document.id, revision: document.revision, reason: unreadable.description)
+        }
+        return .found(ReplicatedRevision(id: document.id, revision: document.revision, json: json))
+    }
+
+    /// `bulkDocs` with `newEdits: false`.
+    public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        do {
+            let results = try await database.bulkDocs(revisions.map { DocumentUpload($0.json) }, newEdits: false)
+            return results.compactMap { result in
+                guard case .failure(let error) = result.result else { return nil }
+                return WriteFailure(id: result.id, error: error.error, reason: error.reason)
+            }
+        } catch {
+            throw EndpointError(error, endpoint: displayName)
+        }
+    }
+
+    /// Nothing to do: every store commit is durable.
+    public func ensureFullCommit() async throws(EndpointError) {}
+}
+
+/// CouchDB's `atts_since` rule: an attachment whose `revpos` is at or below the
+/// newest ancestor the other side has is already there, and goes as a stub.
+struct AttachmentCutoff {
+    let generation: Int
+
+    init(history: [RevisionID], knownAncestors: [RevisionID]) {
+        let known = Set(knownAncestors)
+        generation = history.first(where: { known.contains($0) })?.generation ?? 0
+    }
+
+    func targetHas(_ attachment: Attachment) -> Bool { attachment.revpos <= generation }
+}

@@ -1,0 +1,75 @@
+import Crypto
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// How an HTTPS endpoint's certificate is trusted: the system's roots, one
+/// pinned certificate (a paired peer's self-signed one), or the SHA-256
+/// fingerprint of that certificate when only the fingerprint is known.
+public enum PeerTrust: Sendable {
+    /// The system's trust roots and host name verification.
+    case system
+    /// Only this certificate, whatever host name it names.
+    case certificate(NIOSSLCertificate)
+    /// Only a certificate whose DER encoding has this SHA-256 (hex, colons and case ignored).
+    case fingerprint(String)
+
+    /// The client TLS configuration that trusts exactly `certificate`.
+    static func pinned(_ certificate: NIOSSLCertificate) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = .certificates([certificate])
+        configuration.certificateVerification = .noHostnameVerification
+        return configuration
+    }
+
+    /// The SHA-256 of a certificate's DER encoding, lower-case hex.
+    public static func fingerprint(of certificate: NIOSSLCertificate) throws -> String {
+        SHA256.hash(data: try certificate.toDERBytes()).map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+        }.joined()
+    }
+
+    /// `fingerprint` in the form ``fingerprint(of:)`` gives.
+    static func normalized(_ fingerprint: String) -> String {
+        fingerprint.lowercased().filter { $0.isHexDigit }
+    }
+
+    /// Connects once, reads the server's certificate and returns it if its
+    /// fingerprint is `expected`; any other certificate ends the handshake.
+    static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String) async throws(EndpointError) -> NIOSSLCertificate {
+        let wanted = normalized(expected)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let promise = group.next().makePromise(of: NIOSSLCertificate?.self)
+        do {
+            let context = try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration())
+            let channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
+                            let leaf = chain.first
+                            let matches = (try? leaf.map(fingerprint(of:))) == wanted
+                            promise.succeed(matches ? leaf : nil)
+                            verdict.succeed(matches ? .certificateVerified : .failed)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
+                }
+                .connect(host: host, port: port).get()
+            channel.closeFuture.whenComplete { _ in promise.succeed(nil) }
+            let found = try await promise.futureResult.get()
+            try? await channel.close()
+            guard let found else {
+                throw EndpointError(status: 495, error: "certificate_mismatch",
+                                    reason: "the server's certificate does not have the pinned fingerprint", endpoint: endpoint)
+            }
+            return found
+        } catch let error as EndpointError {
+            throw error
+        } catch {
+            promise.succeed(nil)
+            throw .unreachable(endpoint, "TLS connection failed: \(error)")
+        }
+    }
+}

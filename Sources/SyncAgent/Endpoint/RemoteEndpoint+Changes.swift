@@ -1,0 +1,124 @@
+import NIOCore
+import NIOHTTP1
+import Store
+
+extension RemoteEndpoint {
+    /// Reads `_changes` with `style=all_docs`: pages of the normal feed to the
+    /// end, then, when continuous, the continuous feed from there on.
+    public func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
+        var since = request.since
+        let limit = max(1, request.batchSize)
+        while true {
+            try Task.checkCancellation()
+            var query = [("style", "all_docs"), ("feed", "normal"), ("since", since.description), ("limit", String(limit))]
+            let (method, body) = filterParameters(request.filter, into: &query)
+            let answer = try await requestJSON(method, databasePath + "/_changes", query: query, body: body)
+            guard case .array(let results)? = answer["results"] else {
+                throw EndpointError.badResponse(displayName, "_changes answered without results")
+            }
+            let rows = try results.map(changedDocument)
+            let last = answer["last_seq"].map(ChangeSequence.init) ?? rows.last?.sequence ?? since
+            let pending = answer["pending"]?.intValue
+            let caughtUp = rows.count < limit || pending == 0
+            try await deliver(ChangeBatch(changes: rows, lastSequence: last, pending: pending, caughtUp: caughtUp))
+            since = last
+            if caughtUp { break }
+        }
+        guard request.continuous else { return }
+        while true {
+            try Task.checkCancellation()
+            since = try await followContinuousFeed(request, since: since, deliver: deliver)
+        }
+    }
+
+    /// Reads one connection of `feed=continuous`, delivering what each arriving
+    /// chunk completes; returns the position reached when the server ends the feed.
+    private func followContinuousFeed(
+        _ request: ChangeFeedRequest, since start: ChangeSequence, deliver: @Sendable (ChangeBatch) async throws -> Void
+    ) async throws -> ChangeSequence {
+        var query = [("style", "all_docs"), ("feed", "continuous"), ("since", start.description),
+                     ("heartbeat", String(request.heartbeatMilliseconds))]
+        let (method, body) = filterParameters(request.filter, into: &query)
+        let response = try await send(method, databasePath + "/_changes", query: query, body: body,
+                                      accept: "application/json", timeout: .seconds(365 * 24 * 3600))
+        guard response.status.code < 400 else {
+            let bytes = try? await response.body.collect(upTo: 1 << 20)
+            throw error(status: Int(response.status.code), body: bytes.flatMap { try? JSON(parsing: $0.readableBytesView) })
+        }
+        var since = start
+        var pending: [UInt8] = []
+        var rows: [ChangedDocument] = []
+        do {
+            for try await chunk in response.body {
+                pending.append(contentsOf: chunk.readableBytesView)
+                var lineStart = 0
+                var ended = false
+                while let newline = pending[lineStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = pending[lineStart..<newline]
+                    lineStart = newline + 1
+                    guard line.contains(where: { $0 > 0x20 }) else { continue }
+                    let json: JSON
+                    do { json = try JSON(parsing: line) } catch {
+                        throw EndpointError.badResponse(displayName, "continuous _changes sent a line that is not JSON: \(error)")
+                    }
+                    if let last = json["last_seq"] {
+                        since = ChangeSequence(last)
+                        ended = true
+                        continue
+                    }
+                    let row = try changedDocument(json)
+                    rows.append(row)
+                    since = row.sequence
+                    if rows.count >= request.batchSize {
+                        try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: false))
+                        rows.removeAll(keepingCapacity: true)
+                    }
+                }
+                pending.removeFirst(lineStart)
+                if !rows.isEmpty {
+                    try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true))
+                    rows.removeAll(keepingCapacity: true)
+                }
+                if ended { break }
+            }
+        } catch let error as EndpointError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw EndpointError.unreachable(displayName, "the continuous changes feed broke: \(Self.describe(error))")
+        }
+        return since
+    }
+
+    /// Adds `filter=` for a filter and returns the method and body that carry its argument.
+    private func filterParameters(_ filter: ReplicationFilter?, into query: inout [(String, String)]) -> (HTTPMethod, [UInt8]?) {
+        switch filter {
+        case nil:
+            return (.GET, nil)
+        case .documentIDs(let ids)?:
+            query.append(("filter", "_doc_ids"))
+            return (.POST, JSON.object(["doc_ids": .array(ids.map { .string($0) })]).serializedBytes())
+        case .selector(let selector)?:
+            query.append(("filter", "_selector"))
+            return (.POST, JSON.object(["selector": selector]).serializedBytes())
+        }
+    }
+
+    /// One `results` entry of a changes feed.
+    private func changedDocument(_ json: JSON) throws(EndpointError) -> ChangedDocument {
+        guard let id = json["id"]?.stringValue, let sequence = json["seq"], case .array(let changes)? = json["changes"] else {
+            throw .badResponse(displayName, "a _changes row lacks seq, id or changes")
+        }
+        var revisions: [RevisionID] = []
+        revisions.reserveCapacity(changes.count)
+        for change in changes {
+            guard let text = change["rev"]?.stringValue, let revision = RevisionID(text) else {
+                throw .badResponse(displayName, "a _changes row has an invalid rev")
+            }
+            revisions.append(revision)
+        }
+        return ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: json["deleted"]?.boolValue ?? false)
+    }
+}

@@ -1,0 +1,171 @@
+import NIOCore
+import Store
+
+extension RemoteEndpoint {
+    /// `POST _revs_diff`.
+    public func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
+        guard !revisions.isEmpty else { return [] }
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        for (offset, entry) in revisions.enumerated() {
+            if offset > 0 { body.append(UInt8(ascii: ",")) }
+            JSON.writeString(entry.id, to: &body)
+            body.append(UInt8(ascii: ":"))
+            JSON.array(entry.revisions.map { .string($0.description) }).write(to: &body)
+        }
+        body.append(UInt8(ascii: "}"))
+        let answer = try await requestJSON(.POST, databasePath + "/_revs_diff", body: body)
+        guard case .object(let documents) = answer else { throw .badResponse(displayName, "_revs_diff answered no object") }
+        return documents.map { id, entry in
+            MissingRevisions(id: id, missing: revisionList(entry["missing"]), possibleAncestors: revisionList(entry["possible_ancestors"]))
+        }
+    }
+
+    /// `POST _bulk_get?revs=true&latest=true&attachments=true` with `atts_since`,
+    /// or one `GET doc?open_revs=...` per document where the server lacks `_bulk_get`.
+    public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
+        guard !requests.isEmpty else { return [] }
+        if bulkGetSupported.withLock({ $0 }) != false {
+            if let fetched = try await bulkGet(requests) {
+                bulkGetSupported.withLock { $0 = true }
+                return fetched
+            }
+            bulkGetSupported.withLock { $0 = false }
+        }
+        return try await openRevisions(requests)
+    }
+
+    /// The `_bulk_get` answer, or `nil` when the server does not have `_bulk_get`.
+    private func bulkGet(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision]? {
+        var docs: [JSON] = []
+        for request in requests {
+            let since = JSON.array(request.possibleAncestors.map { .string($0.description) })
+            for revision in request.missing {
+                var entry: JSON.Object = ["id": .string(request.id), "rev": .string(revision.description)]
+                if !request.possibleAncestors.isEmpty { entry["atts_since"] = since }
+                docs.append(.object(entry))
+            }
+        }
+        let query = [("revs", "true"), ("latest", "true"), ("attachments", "true")]
+        let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_get", query: query,
+                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes())
+        let json = try? JSON(parsing: bytes.readableBytesView)
+        if status == 404 || status == 405 || status == 501 || (status == 400 && json?["error"]?.stringValue == "illegal_docid") {
+            return nil
+        }
+        guard status < 400 else { throw error(status: status, body: json) }
+        guard case .array(let results)? = json?["results"] else { throw .badResponse(displayName, "_bulk_get answered without results") }
+        var fetched: [FetchedRevision] = []
+        for result in results {
+            let id = result["id"]?.stringValue ?? ""
+            for answer in result["docs"]?.arrayValue ?? [] {
+                fetched.append(revision(from: answer, id: id))
+            }
+        }
+        return fetched
+    }
+
+    /// One `GET doc?open_revs=[...]` per document, a few at a time.
+    private func openRevisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
+        let result = await withTaskGroup(of: (Int, Result<[FetchedRevision], EndpointError>).self) { group in
+            var next = 0
+            var answers = [[FetchedRevision]?](repeating: nil, count: requests.count)
+            var failure: EndpointError?
+            func add() {
+                let index = next
+                next += 1
+                group.addTask { (index, await self.openRevisions(of: requests[index])) }
+            }
+            while next < min(8, requests.count) { add() }
+            for await (index, outcome) in group {
+                switch outcome {
+                case .success(let fetched): answers[index] = fetched
+                case .failure(let error): failure = failure ?? error
+                }
+                if next < requests.count && failure == nil { add() }
+            }
+            if let failure { return Result<[FetchedRevision], EndpointError>.failure(failure) }
+            return .success(answers.flatMap { $0 ?? [] })
+        }
+        return try result.get()
+    }
+
+    private func openRevisions(of request: MissingRevisions) async -> Result<[FetchedRevision], EndpointError> {
+        var query = [("revs", "true"), ("latest", "true"), ("attachments", "true"),
+                     ("open_revs", JSON.array(request.missing.map { .string($0.description) }).serialized())]
+        if !request.possibleAncestors.isEmpty {
+            query.append(("atts_since", JSON.array(request.possibleAncestors.map { .string($0.description) }).serialized()))
+        }
+        do {
+            let (status, _, bytes) = try await self.request(.GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query)
+            let json = try? JSON(parsing: bytes.readableBytesView)
+            if status == 404 {
+                return .success(request.missing.map { .failed(id: request.id, revision: $0, reason: "not found on the source") })
+            }
+            guard status < 400 else { return .failure(error(status: status, body: json)) }
+            guard case .array(let answers)? = json else { return .failure(.badResponse(displayName, "open_revs answered no JSON array")) }
+            return .success(answers.map { revision(from: $0, id: request.id) })
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer.
+    private func revision(from answer: JSON, id: String) -> FetchedRevision {
+        if let document = answer["ok"], let text = document["_rev"]?.stringValue, let revision = RevisionID(text) {
+            return .found(ReplicatedRevision(id: document["_id"]?.stringValue ?? id, revision: revision, json: document))
+        }
+        if let missing = answer["missing"]?.stringValue {
+            return .failed(id: id, revision: RevisionID(missing), reason: "revision is missing on the source")
+        }
+        let failure = answer["error"]
+        return .failed(id: failure?["id"]?.stringValue ?? id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) },
+                       reason: failure?["reason"]?.stringValue ?? failure?["error"]?.stringValue ?? "unreadable answer")
+    }
+
+    /// `POST _bulk_docs` with `new_edits: false`, in requests of at most a few megabytes.
+    public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        var failures: [WriteFailure] = []
+        var body: [UInt8] = []
+        var ids: [String] = []
+        func start() {
+            body.removeAll(keepingCapacity: true)
+            body.append(contentsOf: #"{"new_edits":false,"docs":["#.utf8)
+            ids.removeAll(keepingCapacity: true)
+        }
+        start()
+        for (offset, revision) in revisions.enumerated() {
+            if !ids.isEmpty { body.append(UInt8(ascii: ",")) }
+            revision.json.write(to: &body)
+            ids.append(revision.id)
+            if body.count >= Self.bulkDocsBudget || offset == revisions.count - 1 {
+                body.append(contentsOf: "]}".utf8)
+                failures += try await postBulkDocs(body, ids: ids)
+                start()
+            }
+        }
+        return failures
+    }
+
+    /// The body size at which a `_bulk_docs` request is sent and the next one begun.
+    static var bulkDocsBudget: Int { 4 << 20 }
+
+    private func postBulkDocs(_ body: [UInt8], ids: [String]) async throws(EndpointError) -> [WriteFailure] {
+        let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_docs", body: body)
+        let json = try? JSON(parsing: bytes.readableBytesView)
+        if status == 413 {
+            // Too large for this server: the documents fail, the replication goes on.
+            let failure = error(status: status, body: json)
+            return ids.map { WriteFailure(id: $0, error: failure.error, reason: failure.reason) }
+        }
+        guard status < 400 else { throw error(status: status, body: json) }
+        guard case .array(let results)? = json else { throw .badResponse(displayName, "_bulk_docs answered no array") }
+        return results.compactMap { result in
+            guard let error = result["error"]?.stringValue else { return nil }
+            return WriteFailure(id: result["id"]?.stringValue ?? "", error: error, reason: result["reason"]?.stringValue ?? "")
+        }
+    }
+
+    private func revisionList(_ json: JSON?) -> [RevisionID] {
+        (json?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { RevisionID($0) } }
+    }
+}

@@ -1,0 +1,211 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import Store
+import Synchronization
+
+/// A CouchDB-protocol database at a URL (another syncd, Apache CouchDB,
+/// PouchDB Server) as one side of a replication.
+///
+/// Credentials from the URL go out as HTTP Basic authentication and appear
+/// nowhere else. The endpoint owns an HTTP client: call ``shutdown()`` when done.
+public final class RemoteEndpoint: Endpoint {
+    /// How to reach the database.
+    public struct Configuration: Sendable {
+        /// The database URL, possibly with `user:password@`.
+        public var url: RemoteURL
+        /// How an HTTPS server's certificate is trusted.
+        public var trust: PeerTrust
+        /// The peer's node UUID when the caller knows it (discovery, pairing): then the
+        /// replication id does not depend on what the server says about itself.
+        public var peerUUID: String?
+        /// The longest a request (other than a continuous feed) may take.
+        public var requestTimeout: Duration
+        /// The longest to wait for a connection.
+        public var connectTimeout: Duration
+
+        /// Settings for `url`, with system trust and generous timeouts.
+        public init(url: RemoteURL, trust: PeerTrust = .system, peerUUID: String? = nil,
+                    requestTimeout: Duration = .seconds(120), connectTimeout: Duration = .seconds(10)) {
+            self.url = url
+            self.trust = trust
+            self.peerUUID = peerUUID
+            self.requestTimeout = requestTimeout
+            self.connectTimeout = connectTimeout
+        }
+    }
+
+    /// The settings in force.
+    public let configuration: Configuration
+    let client: HTTPClient
+    let logger: Logger
+    private let authorization: String?
+    private let pinnedCertificate = Mutex<NIOSSLCertificate?>(nil)
+    private let isShutDown = Atomic<Bool>(false)
+    /// Whether the server answered `_bulk_get`; `nil` until asked.
+    let bulkGetSupported = Mutex<Bool?>(nil)
+
+    /// An endpoint for `configuration`; no request is made until the replication starts.
+    public init(_ configuration: Configuration, logger: Logger = Logger(label: "syncd.endpoint")) {
+        self.configuration = configuration
+        self.logger = logger
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.requestTimeout))
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 8
+        clientConfiguration.decompression = .disabled
+        if case .certificate(let certificate) = configuration.trust {
+            clientConfiguration.tlsConfiguration = PeerTrust.pinned(certificate)
+        }
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        authorization = configuration.url.credentials.map { user, password in
+            "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        }
+    }
+
+    /// An endpoint for a URL text, with system trust.
+    public convenience init(url: String, trust: PeerTrust = .system, peerUUID: String? = nil) throws(EndpointError) {
+        self.init(Configuration(url: try RemoteURL(url), trust: trust, peerUUID: peerUUID))
+    }
+
+    /// Closes the HTTP client's connections (also done, without waiting, when the endpoint is released).
+    public func shutdown() async {
+        guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
+        try? await client.shutdown()
+    }
+
+    deinit {
+        if !isShutDown.load(ordering: .relaxed) { _ = client.shutdown() }
+    }
+
+    /// The database URL without credentials.
+    public var displayName: String { configuration.url.description }
+
+    /// Always false.
+    public var isLocal: Bool { false }
+
+    /// The database path on the server: `/prefix/db`.
+    var databasePath: String { configuration.url.basePath + "/" + PathEncoding.segment(configuration.url.database) }
+
+    /// `GET /db/`; `PUT /db` when missing and asked to create it.
+    public func prepare(createIfMissing: Bool) async throws(EndpointError) {
+        do {
+            _ = try await requestJSON(.GET, databasePath + "/")
+        } catch where error.isNotFound && createIfMissing {
+            do {
+                _ = try await requestJSON(.PUT, databasePath)
+            } catch where error.status == 412 {
+                // Created meanwhile by someone else: fine.
+            }
+        }
+    }
+
+    /// The database's `uuid` when its info has one, else the server's `GET /` uuid (or the peer UUID given) and the database name.
+    public func identity() async throws(EndpointError) -> String {
+        let database = configuration.url.database
+        if let peerUUID = configuration.peerUUID { return "node:\(peerUUID)/\(database)" }
+        let info = try await requestJSON(.GET, databasePath + "/")
+        if let uuid = info["uuid"]?.stringValue, !uuid.isEmpty { return "db:" + uuid }
+        let welcome = try await requestJSON(.GET, configuration.url.basePath + "/")
+        guard let uuid = welcome["uuid"]?.stringValue, !uuid.isEmpty else {
+            throw .badResponse(displayName, "the server's welcome (GET /) has no uuid; pass the peer's UUID instead")
+        }
+        return "node:\(uuid)/\(database)"
+    }
+
+    /// `GET /db/_local/<id>`; `nil` on 404.
+    public func localDocument(id: String) async throws(EndpointError) -> JSON? {
+        do {
+            return try await requestJSON(.GET, databasePath + "/_local/" + PathEncoding.segment(id))
+        } catch where error.isNotFound {
+            return nil
+        }
+    }
+
+    /// `PUT /db/_local/<id>`.
+    public func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
+        let answer = try await requestJSON(.PUT, databasePath + "/_local/" + PathEncoding.segment(id), body: json.serializedBytes())
+        return answer["rev"]?.stringValue ?? ""
+    }
+
+    /// `POST /db/_ensure_full_commit`, tolerated where missing.
+    public func ensureFullCommit() async throws(EndpointError) {
+        do {
+            _ = try await requestJSON(.POST, databasePath + "/_ensure_full_commit", body: Array("{}".utf8))
+        } catch where error.isNotFound || error.status == 405 || error.status == 400 {
+            // Servers that commit every write (CouchDB 3 deprecated the call) may lack it.
+        }
+    }
+
+    // MARK: HTTP
+
+    /// Sends a request and returns the answer's status, headers and whole body (up to `limit` bytes).
+    func request(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
+        accept: String = "application/json", limit: Int = 1 << 30
+    ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
+        let response = try await send(method, path, query: query, body: body, accept: accept, timeout: configuration.requestTimeout)
+        do {
+            let bytes = try await response.body.collect(upTo: limit)
+            return (Int(response.status.code), response.headers, bytes)
+        } catch {
+            throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(Self.describe(error))")
+        }
+    }
+
+    /// Sends a request and returns its JSON answer; an error status becomes an ``EndpointError``.
+    func requestJSON(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil) async throws(EndpointError) -> JSON {
+        let (status, _, bytes) = try await request(method, path, query: query, body: body)
+        let json = try? JSON(parsing: bytes.readableBytesView)
+        guard status < 400 else { throw error(status: status, body: json) }
+        guard let json else { throw .badResponse(displayName, "\(method) \(path) answered \(status) without JSON") }
+        return json
+    }
+
+    /// Starts a request; the caller reads the body (as a stream, for feeds).
+    func send(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)], body: [UInt8]?,
+        accept: String, timeout: Duration
+    ) async throws(EndpointError) -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: configuration.url.origin + path + PathEncoding.query(query))
+        request.method = method
+        request.headers.add(name: "Accept", value: accept)
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        if case .fingerprint(let fingerprint) = configuration.trust, configuration.url.scheme == "https" {
+            request.tlsConfiguration = PeerTrust.pinned(try await pinned(fingerprint))
+        }
+        do {
+            return try await client.execute(request, timeout: .init(timeout))
+        } catch {
+            throw .unreachable(displayName, "\(method) \(path) failed: \(Self.describe(error))")
+        }
+    }
+
+    /// The certificate with the pinned fingerprint, fetched once.
+    private func pinned(_ fingerprint: String) async throws(EndpointError) -> NIOSSLCertificate {
+        if let certificate = pinnedCertificate.withLock({ $0 }) { return certificate }
+        let certificate = try await PeerTrust.fetchCertificate(
+            host: configuration.url.host, port: configuration.url.port, expected: fingerprint, endpoint: displayName)
+        pinnedCertificate.withLock { $0 = certificate }
+        return certificate
+    }
+
+    /// CouchDB's error body as an ``EndpointError``.
+    func error(status: Int, body: JSON?) -> EndpointError {
+        EndpointError(status: status, error: body?["error"]?.stringValue ?? "http_\(status)",
+                      reason: body?["reason"]?.stringValue ?? HTTPResponseStatus(statusCode: status).reasonPhrase,
+                      endpoint: displayName)
+    }
+
+    /// An error's text with any URL credentials removed.
+    static func describe(_ error: any Error) -> String {
+        RemoteURL.redact(String(describing: error))
+    }
+}

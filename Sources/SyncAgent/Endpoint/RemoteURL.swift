@@ -1,0 +1,97 @@
+import Foundation
+
+/// A CouchDB database URL split into what is sent and what is secret: the
+/// server's base, the database name, and the user-info credentials that go
+/// only into an `Authorization` header, never into logs or errors.
+public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
+    /// `http` or `https`.
+    public let scheme: String
+    /// Host name or address (IPv6 without brackets).
+    public let host: String
+    /// TCP port.
+    public let port: Int
+    /// Path prefix before the database (empty, or starting with `/`), for servers behind a proxy path.
+    public let basePath: String
+    /// The database name, decoded.
+    public let database: String
+    /// The user name and password from the URL, if any.
+    public let credentials: (user: String, password: String)?
+
+    /// Parses `http(s)://[user:password@]host[:port][/prefix]/database`.
+    public init(_ text: String) throws(EndpointError) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { throw EndpointError(status: 400, error: "bad_request", reason: "not an http(s) URL: \(Self.redact(text))", endpoint: "replication") }
+        self.scheme = scheme
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.port = components.port ?? (scheme == "https" ? 443 : 80)
+        let segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: true)
+        guard let last = segments.last, let name = String(last).removingPercentEncoding, !name.isEmpty else {
+            throw EndpointError(status: 400, error: "bad_request", reason: "the URL names no database: \(Self.redact(text))", endpoint: "replication")
+        }
+        database = name
+        basePath = segments.dropLast().map { "/" + $0 }.joined()
+        if let user = components.user {
+            credentials = (user, components.password ?? "")
+        } else {
+            credentials = nil
+        }
+    }
+
+    /// `scheme://host:port`, without credentials or path.
+    public var origin: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let defaultPort = scheme == "https" ? 443 : 80
+        return "\(scheme)://\(hostPart)\(port == defaultPort ? "" : ":\(port)")"
+    }
+
+    /// The server's root URL, without credentials.
+    public var serverURL: String { origin + basePath }
+
+    /// The database's URL, without credentials: safe to log.
+    public var description: String { serverURL + "/" + PathEncoding.segment(database) }
+
+    /// Text with any `user:password@` of a URL in it replaced by `***@`.
+    public static func redact(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
+              !text[scheme.upperBound..<at].contains("/")
+        else { return text }
+        return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+    }
+
+    /// Same database URL and credentials.
+    public static func == (lhs: RemoteURL, rhs: RemoteURL) -> Bool {
+        lhs.description == rhs.description && lhs.credentials?.user == rhs.credentials?.user
+            && lhs.credentials?.password == rhs.credentials?.password
+    }
+
+    /// Hashes the credential-free URL.
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+}
+
+/// Percent-encoding of URL path segments and query values.
+enum PathEncoding {
+    private static let unreserved: CharacterSet = {
+        var set = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        set.insert(charactersIn: "-._~")
+        return set
+    }()
+
+    /// One path segment: everything but unreserved characters encoded, `/` included.
+    static func segment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    /// A document id as a path: `_design/` and `_local/` keep their slash, as CouchDB expects.
+    static func documentID(_ id: String) -> String {
+        for prefix in ["_design/", "_local/"] where id.hasPrefix(prefix) {
+            return prefix + segment(String(id.dropFirst(prefix.count)))
+        }
+        return segment(id)
+    }
+
+    /// A query string from names and values.
+    static func query(_ items: [(String, String)]) -> String {
+        items.isEmpty ? "" : "?" + items.map { "\(segment($0.0))=\(segment($0.1))" }.joined(separator: "&")
+    }
+}

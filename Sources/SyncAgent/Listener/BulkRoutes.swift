@@ -1,0 +1,109 @@
+import Hummingbird
+import Store
+
+/// `_bulk_docs`, `_bulk_get` and `_revs_diff`: the batch endpoints replication runs on.
+extension CouchResponder {
+    /// `POST /{db}/_bulk_docs`: `{"docs": [...], "new_edits": bool}`. With
+    /// `new_edits=false` CouchDB lists only the documents that failed.
+    func bulkDocs(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
+        let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
+        guard case .array(let docs)? = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
+        var newEdits = true
+        if let value = body["new_edits"] {
+            guard let flag = value.boolValue else { throw CouchError.badRequest("`new_edits` parameter must be a boolean.") }
+            newEdits = flag
+        }
+        let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits)
+        var answer: [JSON] = []
+        answer.reserveCapacity(results.count)
+        for result in results {
+            switch result.result {
+            case .success(let revision):
+                if newEdits { answer.append(["ok": true, "id": .string(result.id), "rev": .string(revision.description)]) }
+            case .failure(let error):
+                var entry: JSON.Object = ["id": .string(result.id)]
+                entry["error"] = .string(error.error)
+                entry["reason"] = .string(error.reason)
+                answer.append(.object(entry))
+            }
+        }
+        return Self.json(.array(answer), status: .created)
+    }
+
+    /// `POST /{db}/_bulk_get`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`
+    /// answered as `{"results": [{"id", "docs": [{"ok": doc} | {"error": {...}}]}]}`.
+    func bulkGet(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
+        let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
+        guard case .array(let requests)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
+        let query = exchange.query
+        let base = try DocumentReadOptions(query)
+        let latest = try query.bool("latest")
+        var output: [UInt8] = Array(#"{"results":["#.utf8)
+        for (index, request) in requests.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            guard let id = request["id"]?.stringValue else {
+                JSON.object(["id": request["id"] ?? .null, "docs": [["error": [
+                    "id": request["id"] ?? .null, "rev": request["rev"] ?? .null,
+                    "error": "bad_request", "reason": "document id missed"]]]]).write(to: &output)
+                continue
+            }
+            var options = base
+            if let since = request["atts_since"] {
+                options.attachmentsSince = try QueryParameters.revisions(since, name: "atts_since")
+            }
+            var docs: [JSON] = []
+            func failure(_ rev: String, _ error: StoreError) -> JSON {
+                ["error": ["id": .string(id), "rev": .string(rev), "error": .string(error.error), "reason": .string(error.reason)]]
+            }
+            if let text = request["rev"]?.stringValue {
+                if let revision = RevisionID(text) {
+                    do {
+                        for answer in try db.openRevisions(id: id, revisions: [revision], latest: latest) {
+                            switch answer {
+                            case .found(let document): docs.append(["ok": try options.render(document, in: db)])
+                            case .missing(let revision): docs.append(failure(revision.description, .notFound("missing")))
+                            }
+                        }
+                    } catch {
+                        docs.append(failure(text, error))
+                    }
+                } else {
+                    docs.append(failure(text, .badRequest("Invalid rev format")))
+                }
+            } else {
+                do {
+                    docs.append(["ok": try options.render(try db.document(id: id), in: db)])
+                } catch {
+                    docs.append(failure("undefined", error))
+                }
+            }
+            JSON.object(["id": .string(id), "docs": .array(docs)]).write(to: &output)
+        }
+        output.append(contentsOf: Array("]}\n".utf8))
+        return Self.bytesResponse(output)
+    }
+
+    /// `POST /{db}/_revs_diff`: `{id: [revs]}` answered with the missing
+    /// revisions and the leaves that may be their ancestors.
+    func revsDiff(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
+        let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
+        var request: [(id: String, revisions: [RevisionID])] = []
+        request.reserveCapacity(body.count)
+        for (id, value) in body {
+            request.append((id, try QueryParameters.revisions(value, name: id)))
+        }
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        for (index, difference) in try db.revsDiff(request).enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSON.writeString(difference.id, to: &output)
+            output.append(UInt8(ascii: ":"))
+            var entry: JSON.Object = ["missing": .array(difference.missing.map { .string($0.description) })]
+            if !difference.possibleAncestors.isEmpty {
+                entry["possible_ancestors"] = .array(difference.possibleAncestors.map { .string($0.description) })
+            }
+            JSON.object(entry).write(to: &output)
+        }
+        output.append(contentsOf: Array("}\n".utf8))
+        return Self.bytesResponse(output)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import Store
+
+/// A `_changes` request: which feed, from where, which changes, how to
+/// render them, and how long to wait.
+struct ChangesRequest: Sendable {
+    /// CouchDB's feed types.
+    enum Feed: String, Sendable {
+        case normal, longpoll, continuous, eventsource
+    }
+
+    var feed = Feed.normal
+    var options = ChangesOptions()
+    /// Add `_conflicts` to included documents.
+    var conflicts = false
+    /// Send a newline (an event for eventsource) this often while idle.
+    var heartbeat: Duration?
+    /// End a waiting feed after this long without changes.
+    var timeout: Duration = .seconds(60)
+
+    /// Reads the query and, for POST, the body (`doc_ids`, `selector`).
+    init(_ exchange: inout Exchange, database: Database, bodyLimit: Int) async throws {
+        let query = exchange.query
+        if let name = query["feed"] {
+            guard let feed = Feed(rawValue: name) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, longpoll, eventsource") }
+            self.feed = feed
+        }
+        var since = query["since"] ?? exchange.request.headers[HTTPField.Name("Last-Event-ID")!]
+        if since == "now" {
+            options.since = try database.lastSequence()
+            since = nil
+        }
+        if let since { options.since = try Self.sequence(since) }
+        options.limit = try query.integer("limit")
+        options.descending = try query.bool("descending")
+        options.includeDocuments = try query.bool("include_docs")
+        conflicts = try query.bool("conflicts")
+        if let style = query["style"] {
+            guard style == "all_docs" || style == "main_only" else { throw CouchError.badRequest("Supported `style` values: main_only, all_docs") }
+            options.allLeaves = style == "all_docs"
+        }
+        if let value = query["heartbeat"] {
+            if value == "true" {
+                heartbeat = .seconds(60)
+            } else if let milliseconds = Int(value), milliseconds > 0 {
+                heartbeat = .milliseconds(max(milliseconds, 10))
+            } else if value != "false" {
+                throw CouchError.badRequest("Invalid heartbeat value. Expecting a positive integer value or 'true'.")
+            }
+        }
+        if let milliseconds = try query.integer("timeout") { timeout = .milliseconds(max(milliseconds, 10)) }
+
+        var body: JSON.Object = [:]
+        if exchange.request.method == .post {
+            let bytes = try await exchange.readBody(limit: bodyLimit)
+            if bytes.readableBytes > 0 {
+                if let type = exchange.mediaType, type != "application/json" { throw CouchError.notJSON }
+                guard case .object(let object)? = try? JSON(parsing: bytes.readableBytesView) else { throw CouchError.invalidJSON }
+                body = object
+            }
+        }
+        switch query["filter"] {
+        case nil:
+            break
+        case "_doc_ids":
+            let ids = try body["doc_ids"] ?? query.json("doc_ids")
+            guard case .array(let items)? = ids else { throw CouchError.badRequest("`doc_ids` filter parameter is not a list of doc ids.") }
+            options.documentIDs = Set(try items.map { item throws(CouchError) in
+                guard let id = item.stringValue else { throw .badRequest("`doc_ids` filter parameter is not a list of doc ids.") }
+                return id
+            })
+        case "_selector":
+            guard let selector = body["selector"] else { throw CouchError.badRequest("Selector must be specified in POST payload") }
+            options.selector = try Selector(selector)
+        case "_design":
+            options.designOnly = true
+        default:
+            throw CouchError.notFound("missing")
+        }
+    }
+
+    /// A sequence as a client sends it back: a number, a numeric string
+    /// (quoted or not), or CouchDB's `N-opaque` form, of which N is used.
+    static func sequence(_ text: String) throws(CouchError) -> UInt64 {
+        var value = Substring(text)
+        if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = value.dropFirst().dropLast() }
+        if let dash = value.firstIndex(of: "-") { value = value[..<dash] }
+        if let number = UInt64(value) { return number }
+        if let number = Double(value), number >= 0, number < 1e18, number == number.rounded() { return UInt64(number) }
+        throw .badRequest("Malformed sequence supplied in 'since' parameter.")
+    }
+}
+
+/// One `_changes` result row, as CouchDB writes it:
+/// `{"seq", "id", "changes": [{"rev"}], "deleted", "doc"}`.
+enum ChangeRow {
+    static func write(_ change: Change, conflicts: Bool, to output: inout [UInt8]) {
+        output += Array(#"{"seq":"#.utf8)
+        output += Array(String(change.sequence).utf8)
+        output += Array(#","id":"#.utf8)
+        JSON.writeString(change.id, to: &output)
+        output += Array(#","changes":["#.utf8)
+        for (index, revision) in change.revisions.enumerated() {
+            output += Array((index == 0 ? #"{"rev":""# : #",{"rev":""#).utf8)
+            output += Array(revision.description.utf8)
+            output += Array(#""}"#.utf8)
+        }
+        output.append(UInt8(ascii: "]"))
+        if change.deleted { output += Array(#","deleted":true"#.utf8) }
+        if let document = change.document {
+            output += Array(#","doc":"#.utf8)
+            document.json(conflicts ? [.conflicts] : []).write(to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+}

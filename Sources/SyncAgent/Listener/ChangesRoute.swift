@@ -1,0 +1,178 @@
+import AsyncAlgorithms
+import Hummingbird
+import ServiceLifecycle
+import Store
+
+/// `GET/POST /{db}/_changes`: the normal feed streamed page by page, and the
+/// waiting feeds (longpoll, continuous, eventsource) that send changes as
+/// they commit, with heartbeats, until the timeout, the limit, or the client
+/// going away.
+extension CouchResponder {
+    /// Changes read from the store per page of a normal feed.
+    static let changesPageSize = 1000
+
+    func changes(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
+        let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize)
+        switch request.feed {
+        case .normal:
+            return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
+        case .longpoll:
+            let page = try db.changes(request.options)
+            if !page.changes.isEmpty || request.options.descending {
+                return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
+            }
+            return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in
+                try await self.writeLongpoll(db, request, shutdown: shutdown, to: &writer)
+            }
+        case .continuous:
+            return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in
+                try await self.writeContinuous(db, request, eventSource: false, shutdown: shutdown, to: &writer)
+            }
+        case .eventsource:
+            return waitingFeed(exchange.request, contentType: "text/event-stream") { writer, shutdown in
+                try await self.writeContinuous(db, request, eventSource: true, shutdown: shutdown, to: &writer)
+            }
+        }
+    }
+
+    /// A chunked JSON answer written by `body`.
+    static func streamingJSON(_ body: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody { writer in
+            try await body(&writer)
+            try await writer.finish(nil)
+        })
+    }
+
+    /// A long-lived answer whose writing stops as soon as the client closes
+    /// the connection, and ends normally when the server shuts down gracefully
+    /// (the body is handed a stream that finishes then).
+    private func waitingFeed(_ request: Request, contentType: String,
+                             _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) -> Response {
+        let feeds = listener.feeds
+        // The connection is not reused after a feed (see below); say so.
+        return Response(status: .ok, headers: [.contentType: contentType, .connection: "close"], body: ResponseBody { writer in
+            feeds.opened()
+            defer { feeds.closed() }
+            let (shutdown, stop) = AsyncStream.makeStream(of: Void.self)
+            do {
+                try await withGracefulShutdownHandler {
+                    // The connection closes when this returns, so the body ends in here.
+                    try await request.body.consumeWithCancellationOnInboundClose { _ in
+                        try await body(&writer, shutdown)
+                        try await writer.finish(nil)
+                    }
+                } onGracefulShutdown: {
+                    stop.finish()
+                }
+            } catch is CancellationError {
+                return
+            }
+        })
+    }
+
+    /// The whole feed in pages of ``changesPageSize``, so memory stays bounded however many changes there are.
+    static func writeNormalFeed(_ db: Database, _ request: ChangesRequest, to writer: inout any ResponseBodyWriter) async throws {
+        var output: [UInt8] = Array(#"{"results":["#.utf8)
+        var options = request.options
+        var remaining = options.limit
+        var first = true
+        var last: (sequence: UInt64, pending: Int)
+        while true {
+            if !options.descending { options.limit = min(changesPageSize, remaining ?? changesPageSize) }
+            let page = try db.changes(options)
+            for change in page.changes {
+                output += first ? [0x0A] : [UInt8(ascii: ","), 0x0A]
+                first = false
+                ChangeRow.write(change, conflicts: request.conflicts, to: &output)
+            }
+            if output.count >= 64 << 10 {
+                try await writer.write(ByteBuffer(bytes: output))
+                output.removeAll(keepingCapacity: true)
+            }
+            remaining = remaining.map { $0 - page.changes.count }
+            last = (page.lastSequence, page.pending)
+            if options.descending || page.changes.count < (options.limit ?? 0) || remaining == 0 { break }
+            options.since = page.lastSequence
+        }
+        output += Array("\n],\n\"last_seq\":\(last.sequence),\"pending\":\(last.pending)}\n".utf8)
+        try await writer.write(ByteBuffer(bytes: output))
+    }
+
+    /// Waits for the first change after `since`, then answers like a normal feed.
+    private func writeLongpoll(_ db: Database, _ request: ChangesRequest, shutdown: AsyncStream<Void>,
+                               to writer: inout any ResponseBodyWriter) async throws {
+        let start = ContinuousClock.now
+        for try await event in Self.events(db, request, shutdown: shutdown) {
+            switch event {
+            case .change, .end:
+                try await Self.writeNormalFeed(db, request, to: &writer)
+                return
+            case .tick:
+                if request.heartbeat != nil { try await writer.write(ByteBuffer(bytes: [0x0A])) }
+                if ContinuousClock.now - start >= request.timeout {
+                    let last = max(try db.lastSequence(), request.options.since)
+                    try await writer.write(ByteBuffer(string: "{\"results\":[\n],\n\"last_seq\":\(last),\"pending\":0}\n"))
+                    return
+                }
+            }
+        }
+    }
+
+    /// Each change as a line (or an event), heartbeats while idle, and a
+    /// final `last_seq` line when the timeout or the limit ends the feed.
+    private func writeContinuous(_ db: Database, _ request: ChangesRequest, eventSource: Bool, shutdown: AsyncStream<Void>,
+                                 to writer: inout any ResponseBodyWriter) async throws {
+        var lastSequence = request.options.since
+        var count = 0
+        var idle = ContinuousClock.now
+        var output: [UInt8] = []
+        loop: for try await event in Self.events(db, request, shutdown: shutdown) {
+            switch event {
+            case .change(let change):
+                output.removeAll(keepingCapacity: true)
+                if eventSource { output += Array("data: ".utf8) }
+                ChangeRow.write(change, conflicts: request.conflicts, to: &output)
+                output += eventSource ? Array("\nid: \(change.sequence)\n\n".utf8) : [0x0A]
+                try await writer.write(ByteBuffer(bytes: output))
+                lastSequence = change.sequence
+                count += 1
+                idle = .now
+                if let limit = request.options.limit, count >= limit { break loop }
+            case .tick:
+                if request.heartbeat != nil {
+                    try await writer.write(ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))
+                } else if ContinuousClock.now - idle >= request.timeout {
+                    break loop
+                }
+            case .end:
+                break loop
+            }
+        }
+        if !eventSource {
+            if count == 0, request.options.limit != 0 { lastSequence = max(lastSequence, try db.lastSequence()) }
+            try await writer.write(ByteBuffer(string: "{\"last_seq\":\(lastSequence),\"pending\":0}\n"))
+        }
+    }
+
+    /// What a waiting feed reacts to.
+    enum FeedEvent: Sendable {
+        /// A change, existing or newly committed.
+        case change(Change)
+        /// Time to send a heartbeat or check the timeout.
+        case tick
+        /// The store's feed ended (the database closed), or the server is shutting down.
+        case end
+    }
+
+    /// The database's change feed merged with a timer ticking every heartbeat
+    /// (or timeout), and an `.end` when `shutdown` finishes.
+    static func events(_ db: Database, _ request: ChangesRequest, shutdown: AsyncStream<Void>) -> some AsyncSequence<FeedEvent, any Error> & Sendable {
+        var options = request.options
+        options.descending = false
+        let changes = chain(db.changeFeed(options).map { FeedEvent.change($0) }, [FeedEvent.end].async)
+        let interval = request.heartbeat ?? request.timeout
+        let ticks = AsyncTimerSequence(interval: interval, clock: ContinuousClock()).map { _ in FeedEvent.tick }
+        let stop = chain(shutdown.compactMap { _ in FeedEvent?.none }, [FeedEvent.end].async)
+        return merge(changes, ticks, stop)
+    }
+}

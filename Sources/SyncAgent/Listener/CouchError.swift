@@ -1,0 +1,44 @@
+import Hummingbird
+import Store
+
+/// An error answer in CouchDB's form: an HTTP status and a `{"error", "reason"}` body.
+struct CouchError: Error, Sendable {
+    /// The HTTP status.
+    let status: HTTPResponse.Status
+    /// CouchDB's error name.
+    let error: String
+    /// A human-readable reason.
+    let reason: String
+    /// Extra response headers (such as `WWW-Authenticate`).
+    var headers: HTTPFields = [:]
+
+    init(_ status: HTTPResponse.Status, _ error: String, _ reason: String) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+    }
+
+    /// The answer CouchDB gives for a store error.
+    init(_ storeError: StoreError) {
+        let status: HTTPResponse.Status = switch storeError.kind {
+        case .badRequest: .badRequest
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .preconditionFailed: .preconditionFailed
+        case .tooLarge: .contentTooLarge
+        case .internal: .internalServerError
+        }
+        self.init(status, storeError.error, storeError.reason)
+    }
+
+    static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
+    static func notFound(_ reason: String = "missing") -> CouchError { CouchError(.notFound, "not_found", reason) }
+    static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Method not allowed for this resource.")
+    static let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+    static let notJSON = CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
+    static let invalidJSON = CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+    static let noDatabase = CouchError(.notFound, "not_found", "Database does not exist.")
+
+    /// The JSON body of the answer.
+    var body: JSON { ["error": .string(error), "reason": .string(reason)] }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Hummingbird
+import Store
+
+/// Answers every request: parses the path into a ``Route``, authenticates,
+/// hands the request to the route's handler, and turns failures into
+/// CouchDB's JSON error answers.
+struct CouchResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+
+    let listener: Listener
+    var catalog: Catalog { listener.catalog }
+    var configuration: ListenerConfiguration { listener.configuration }
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        var response: Response
+        do {
+            guard let route = Route(path: request.uri.path) else {
+                throw CouchError.badRequest("Invalid URL path")
+            }
+            let user = try listener.authenticate(request, route: route)
+            var exchange = Exchange(request: request, route: route, user: user,
+                                    query: QueryParameters(request.uri.query), context: context)
+            response = try await dispatch(&exchange)
+        } catch let error as CouchError {
+            response = Self.error(error)
+        } catch let error as StoreError {
+            response = Self.error(CouchError(error))
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            response = Self.error(.tooLarge)
+        } catch {
+            listener.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
+            response = Self.error(CouchError(.internalServerError, "unknown_error", "\(type(of: error))"))
+        }
+        response.headers[.cacheControl] = response.headers[.cacheControl] ?? "must-revalidate"
+        if request.method == .head { return response.createHeadResponse() }
+        return response
+    }
+
+    private func dispatch(_ exchange: inout Exchange) async throws -> Response {
+        let method = exchange.request.method == .head ? .get : exchange.request.method
+        switch exchange.route {
+        case .root:
+            guard method == .get else { throw CouchError.methodNotAllowed }
+            return try welcome()
+        case .server(let name):
+            return try await server(name, method: method, &exchange)
+        case .database(let name):
+            return try await database(name, method: method, &exchange)
+        case .databaseEndpoint(let name, let endpoint):
+            return try await databaseEndpoint(endpoint, of: try open(name), method: method, &exchange)
+        case .local(let name, let id):
+            return try await local(id, in: try open(name), method: method, &exchange)
+        case .document(let name, let id):
+            return try await document(id, in: try open(name), method: method, &exchange)
+        case .attachment(let name, let id, let attachmentName):
+            return try await attachment(attachmentName, of: id, in: try open(name), method: method, &exchange)
+        }
+    }
+
+    private func databaseEndpoint(_ endpoint: String, of db: Database, method: HTTPRequest.Method,
+                                  _ exchange: inout Exchange) async throws -> Response {
+        switch (endpoint, method) {
+        case ("_changes", .get), ("_changes", .post): return try await changes(db, &exchange)
+        case ("_bulk_docs", .post): return try await bulkDocs(db, &exchange)
+        case ("_bulk_get", .post): return try await bulkGet(db, &exchange)
+        case ("_revs_diff", .post): return try await revsDiff(db, &exchange)
+        case ("_all_docs", .get), ("_all_docs", .post): return try await allDocs(db, &exchange)
+        case ("_ensure_full_commit", .post):
+            return Self.json(["ok": true, "instance_start_time": .string(String(db.instanceStartTime))], status: .created)
+        case ("_revs_limit", .get): return Self.json(.number(Double(try db.revsLimit())))
+        case ("_revs_limit", .put):
+            let body = try await exchange.readJSON(limit: configuration.maximumRequestSize)
+            guard let limit = body.intValue, limit > 0 else { throw CouchError.badRequest("revs_limit must be a positive integer") }
+            try await db.setRevsLimit(limit)
+            return Self.json(["ok": true])
+        case ("_compact", .post):
+            try await db.compact()
+            return Self.json(["ok": true], status: .accepted)
+        case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
+             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _):
+            throw CouchError.methodNotAllowed
+        default:
+            throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
+        }
+    }
+
+    /// The database `name`; 404 if missing.
+    func open(_ name: String) throws -> Database {
+        try catalog.database(name)
+    }
+
+    // MARK: Answers
+
+    /// A JSON answer.
+    static func json(_ value: JSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var bytes = value.serializedBytes()
+        bytes.append(0x0A)
+        return bytesResponse(bytes, status: status, headers: headers)
+    }
+
+    /// An answer of already serialized JSON.
+    static func bytesResponse(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:],
+                              contentType: String = "application/json") -> Response {
+        var fields = headers
+        fields[.contentType] = contentType
+        fields[.contentLength] = String(bytes.count)
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// CouchDB's error answer.
+    static func error(_ error: CouchError) -> Response {
+        json(error.body, status: error.status, headers: error.headers)
+    }
+}
+
+/// One request on its way through the listener: the request, its route,
+/// who made it, and its query.
+struct Exchange {
+    var request: Request
+    let route: Route
+    let user: AuthenticatedUser?
+    let query: QueryParameters
+    let context: BasicRequestContext
+
+    /// The `Content-Type` media type, lower-cased, without parameters.
+    var mediaType: String? {
+        request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+
+    /// Collects the body, refusing more than `limit` bytes with 413.
+    mutating func readBody(limit: Int) async throws -> ByteBuffer {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw CouchError.tooLarge }
+        do {
+            return try await request.collectBody(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw CouchError.tooLarge
+        }
+    }
+
+    /// The body as JSON; 415 unless it is declared as JSON, 400 if it does not parse.
+    mutating func readJSON(limit: Int) async throws -> JSON {
+        if let type = mediaType, type != "application/json" { throw CouchError.notJSON }
+        let body = try await readBody(limit: limit)
+        do {
+            return try JSON(parsing: body.readableBytesView)
+        } catch {
+            throw CouchError.invalidJSON
+        }
+    }
+
+    /// The body as a JSON object.
+    mutating func readObject(limit: Int) async throws -> JSON.Object {
+        guard case .object(let object) = try await readJSON(limit: limit) else {
+            throw CouchError.badRequest("Request body must be a JSON object")
+        }
+        return object
+    }
+
+    /// Whether the client accepts `type` (an `Accept` header naming it).
+    func accepts(_ type: String) -> Bool {
+        request.headers[values: .accept].contains { $0.lowercased().contains(type) }
+    }
+}

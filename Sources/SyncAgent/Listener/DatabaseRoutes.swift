@@ -1,0 +1,59 @@
+import Foundation
+import Hummingbird
+import Store
+
+/// `PUT/GET/HEAD/DELETE /{db}`, and `POST /{db}` (a new document).
+extension CouchResponder {
+    func database(_ name: String, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
+        switch method {
+        case .put:
+            try catalog.create(name)
+            return Self.json(["ok": true], status: .created, headers: [.location: "/" + Self.pathSegment(name)])
+        case .get:
+            return Self.json(Self.info(try catalog.database(name).info()))
+        case .delete:
+            try catalog.delete(name)
+            return Self.json(["ok": true])
+        case .post:
+            let db = try catalog.database(name)
+            var object = try await exchange.readObject(limit: configuration.maximumRequestSize)
+            if object["_id"] == nil {
+                object["_id"] = .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
+            }
+            return try await writeDocument(.object(object), in: db, exchange: exchange)
+        default:
+            throw CouchError.methodNotAllowed
+        }
+    }
+
+    /// Database info as CouchDB's `GET /{db}` answers it, plus the database's `uuid`.
+    static func info(_ info: DatabaseInfo) -> JSON {
+        [
+            "db_name": .string(info.name),
+            "uuid": .string(info.uuid),
+            "doc_count": .number(Double(info.docCount)),
+            "doc_del_count": .number(Double(info.deletedDocCount)),
+            "update_seq": .number(Double(info.updateSequence)),
+            "purge_seq": 0,
+            "compact_running": false,
+            "disk_size": .number(Double(info.fileSize)),
+            "data_size": .number(Double(info.activeSize)),
+            "sizes": [
+                "file": .number(Double(info.fileSize)),
+                "active": .number(Double(info.activeSize)),
+                "external": .number(Double(info.activeSize)),
+            ],
+            "instance_start_time": .string(String(info.instanceStartTime)),
+            "disk_format_version": 8,
+            "committed_update_seq": .number(Double(info.updateSequence)),
+            "props": [:],
+        ]
+    }
+
+    /// A name or id made safe as one URL path segment.
+    static func pathSegment(_ text: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+import Store
+
+/// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`.
+extension CouchResponder {
+    /// The syncd version reported in `GET /` under `vendor`.
+    static let syncdVersion = "0.1.0"
+
+    func welcome() throws -> Response {
+        Self.json([
+            "couchdb": "Welcome",
+            "version": .string(configuration.couchVersion),
+            "uuid": .string(listener.identity.uuid),
+            "features": ["access-ready", "partitioned"],
+            "vendor": ["name": "syncd", "version": .string(Self.syncdVersion)],
+        ])
+    }
+
+    func server(_ name: String, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
+        switch (name, method) {
+        case ("_up", .get):
+            return Self.json(["status": "ok"])
+        case ("_all_dbs", .get):
+            return Self.json(.array(catalog.names().map { .string($0) }))
+        case ("_uuids", .get):
+            let count = min(try exchange.query.integer("count") ?? 1, 1000)
+            let uuids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
+            return Self.json(["uuids": .array(uuids)])
+        case ("_session", _):
+            return try await session(method: method, &exchange)
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _):
+            throw CouchError.methodNotAllowed
+        default:
+            throw CouchError.notFound("missing")
+        }
+    }
+}

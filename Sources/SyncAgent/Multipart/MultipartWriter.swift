@@ -1,0 +1,119 @@
+import Foundation
+import NIOCore
+
+/// Writes MIME multipart bodies as CouchDB sends them: parts separated by
+/// `--boundary` lines, each with its headers, and `--boundary--` at the end.
+///
+/// A body is a list of ``MultipartSegment``s: bytes, and files that are read
+/// in chunks only when the body is written, so large attachments are never
+/// held in memory.
+struct MultipartWriter: Sendable {
+    /// The boundary string (without the leading dashes).
+    let boundary: String
+    private var partCount = 0
+    /// The body written so far.
+    private(set) var segments: [MultipartSegment] = []
+
+    /// A writer with a fresh random boundary.
+    init(boundary: String = MultipartWriter.randomBoundary()) {
+        self.boundary = boundary
+    }
+
+    /// 32 random hex digits.
+    static func randomBoundary() -> String {
+        (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    /// The `Content-Type` value for this body, e.g. `multipart/related; boundary="…"`.
+    func contentType(_ subtype: String) -> String { "multipart/\(subtype); boundary=\"\(boundary)\"" }
+
+    /// Starts a part with `headers`; its body follows with ``append(_:)``.
+    mutating func startPart(_ headers: [(name: String, value: String)]) {
+        var text = partCount == 0 ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        text += "\r\n"
+        segments.append(.bytes(Array(text.utf8)))
+        partCount += 1
+    }
+
+    /// Appends body content of the current part.
+    mutating func append(_ segment: MultipartSegment) { segments.append(segment) }
+
+    /// Appends the segments of a nested multipart body.
+    mutating func append(contentsOf nested: [MultipartSegment]) { segments.append(contentsOf: nested) }
+
+    /// Closes the body and returns its segments.
+    mutating func finish() -> [MultipartSegment] {
+        segments.append(.bytes(Array("\r\n--\(boundary)--".utf8)))
+        return segments
+    }
+
+    /// A document with attachments as `multipart/related`: the JSON first
+    /// (attachments marked `"follows": true`), then one part per attachment,
+    /// in the order they appear in `_attachments`.
+    static func related(document: [UInt8], attachments: [(name: String, contentType: String, path: String, length: Int)],
+                        boundary: String = randomBoundary()) -> (contentType: String, segments: [MultipartSegment]) {
+        var writer = MultipartWriter(boundary: boundary)
+        writer.startPart([("Content-Type", "application/json")])
+        writer.append(.bytes(document))
+        for attachment in attachments {
+            writer.startPart([
+                ("Content-Disposition", "attachment; filename=\"\(escaped(attachment.name))\""),
+                ("Content-Type", attachment.contentType),
+                ("Content-Length", String(attachment.length)),
+            ])
+            writer.append(.file(path: attachment.path, length: attachment.length))
+        }
+        return (writer.contentType("related"), writer.finish())
+    }
+
+    private static func escaped(_ name: String) -> String {
+        name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}
+
+/// A piece of a multipart body.
+enum MultipartSegment: Sendable {
+    /// Bytes written as they are.
+    case bytes([UInt8])
+    /// The first `length` bytes of a file, read when written.
+    case file(path: String, length: Int)
+
+    /// The segment's size in bytes.
+    var length: Int {
+        switch self {
+        case .bytes(let bytes): bytes.count
+        case .file(_, let length): length
+        }
+    }
+
+    /// The total size of `segments`, for a `Content-Length`.
+    static func length(of segments: [MultipartSegment]) -> Int { segments.reduce(0) { $0 + $1.length } }
+
+    /// Writes `segments` to `sink` in order, files in chunks of `chunkSize` bytes.
+    static func write(_ segments: [MultipartSegment], chunkSize: Int = 64 << 10,
+                      to sink: (ByteBuffer) async throws -> Void) async throws {
+        var pending = ByteBuffer()
+        for segment in segments {
+            switch segment {
+            case .bytes(let bytes):
+                pending.writeBytes(bytes)
+            case .file(let path, let length):
+                guard let handle = FileHandle(forReadingAtPath: path) else { throw MultipartError.malformed("cannot read \(path)") }
+                defer { try? handle.close() }
+                var remaining = length
+                while remaining > 0 {
+                    let data = try handle.read(upToCount: min(chunkSize, remaining)) ?? Data()
+                    guard !data.isEmpty else { throw MultipartError.malformed("\(path) is shorter than \(length) bytes") }
+                    pending.writeBytes(data)
+                    remaining -= data.count
+                    if pending.readableBytes >= chunkSize {
+                        try await sink(pending)
+                        pending = ByteBuffer()
+                    }
+                }
+            }
+        }
+        if pending.readableBytes > 0 { try await sink(pending) }
+    }
+}

@@ -1,0 +1,49 @@
+import Crypto
+
+/// The name of a replication's checkpoints: `_local/<id>` on both sides.
+///
+/// It is the SHA-256 of what makes two replications the same one: the local
+/// database's UUID, the remote database's stable identity, the direction and
+/// the filter. Never the URL, host or port, so a peer found at a new address
+/// resumes where it left off. Like CouchDB, `continuous` is left out: a
+/// one-shot and a continuous run of the same replication share checkpoints.
+public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
+    /// Which way documents flow, seen from the local database.
+    public enum Direction: String, Sendable, Hashable {
+        /// Local to remote.
+        case push
+        /// Remote to local.
+        case pull
+    }
+
+    /// Bumped when the recipe changes, so old checkpoints are not misread.
+    public static let version = 1
+
+    /// The id, 64 lower-case hex digits.
+    public let value: String
+
+    /// The id of a replication between the local database `local` and the remote
+    /// database `remote` (both as ``Endpoint/identity()`` gives them).
+    public init(local: String, remote: String, direction: Direction, filter: ReplicationFilter?) {
+        let recipe = ["syncd-replication-v\(Self.version)", local, remote, direction.rawValue, filter?.canonicalForm ?? ""]
+            .joined(separator: "\n")
+        value = SHA256.hash(data: Array(recipe.utf8)).map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+        }.joined()
+    }
+
+    /// The id for a source and a target: the local side is the source for a push,
+    /// the target otherwise (between two local or two remote databases, the source
+    /// counts as local).
+    public init(sourceIdentity: String, targetIdentity: String, sourceIsLocal: Bool, targetIsLocal: Bool, filter: ReplicationFilter?) {
+        if !sourceIsLocal && targetIsLocal {
+            self.init(local: targetIdentity, remote: sourceIdentity, direction: .pull, filter: filter)
+        } else {
+            self.init(local: sourceIdentity, remote: targetIdentity, direction: .push, filter: filter)
+        }
+    }
+
+    /// The hex id.
+    public var description: String { value }
+}

@@ -1,0 +1,90 @@
+import AsyncAlgorithms
+import Logging
+
+/// One run of a replication, from verifying the peers to the end of the feed
+/// (or until cancelled or failed): the protocol's steps, with the four stages
+/// running at once and a batch in each channel between them.
+struct ReplicationSession: Sendable {
+    let configuration: ReplicationConfiguration
+    let progress: ReplicationProgress
+    let logger: Logger
+
+    func run() async throws {
+        let source = configuration.source
+        let target = configuration.target
+        try await source.prepare(createIfMissing: false)
+        try await target.prepare(createIfMissing: configuration.createTarget)
+        let replicationID = ReplicationID(
+            sourceIdentity: try await source.identity(), targetIdentity: try await target.identity(),
+            sourceIsLocal: source.isLocal, targetIsLocal: target.isLocal, filter: configuration.filter
+        )
+        let checkpointer = Checkpointer(replicationID: replicationID, source: source, target: target)
+        let since = try await checkpointer.start()
+        logger.info("replication starts", metadata: [
+            "id": "\(replicationID)", "source": "\(source.displayName)", "target": "\(target.displayName)", "since": "\(since)",
+        ])
+        progress.sessionStarted(at: since, continuous: configuration.continuous)
+        progress.checkpointed(since)
+
+        let changes = AsyncChannel<ReplicationBatch>()
+        let diffed = AsyncChannel<ReplicationBatch>()
+        let fetched = AsyncChannel<ReplicationBatch>()
+        let request = ChangeFeedRequest(
+            since: since, continuous: configuration.continuous, batchSize: configuration.batchSize,
+            filter: configuration.filter,
+            heartbeatMilliseconds: Int(configuration.heartbeat.components.seconds * 1000
+                + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000)
+        )
+        do {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await ChangesReader(source: source, request: request, progress: progress).run(into: changes)
+                    return true
+                }
+                group.addTask {
+                    try await RevisionFinder(target: target, progress: progress).run(from: changes, into: diffed)
+                    return true
+                }
+                group.addTask {
+                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, progress: progress, logger: logger).run(from: diffed, into: fetched)
+                    return true
+                }
+                group.addTask {
+                    try await Inserter(target: target, progress: progress, logger: logger).run(from: fetched)
+                    return true
+                }
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: configuration.checkpointInterval)
+                        try await saveCheckpoint(checkpointer)
+                    }
+                }
+                var finishedStages = 0
+                while finishedStages < 4, let finished = try await group.next() {
+                    if finished { finishedStages += 1 }
+                }
+                group.cancelAll()
+            }
+        } catch {
+            // Keep what was done if both sides still answer within a few seconds
+            // (in a task of its own: a stopped replication's task is cancelled).
+            let session = self
+            await Task {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { try? await session.saveCheckpoint(checkpointer) }
+                    group.addTask { try? await Task.sleep(for: .seconds(5)) }
+                    await group.next()
+                    group.cancelAll()
+                }
+            }.value
+            throw error
+        }
+        try await saveCheckpoint(checkpointer)
+    }
+
+    private func saveCheckpoint(_ checkpointer: Checkpointer) async throws {
+        guard let sequence = progress.completedSequence else { return }
+        try await checkpointer.save(sequence, statistics: progress.statistics)
+        progress.checkpointed(sequence)
+    }
+}

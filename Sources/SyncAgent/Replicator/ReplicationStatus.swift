@@ -1,0 +1,35 @@
+/// What a replication is doing, as Couchbase Lite defines the states.
+public enum ReplicationActivity: String, Sendable, Hashable {
+    /// Not running: finished (one-shot), stopped by its owner, or failed for good (see the last error).
+    case stopped
+    /// Waiting to retry: a side could not be reached.
+    case offline
+    /// Continuous and caught up: waiting for new changes.
+    case idle
+    /// Connecting or transferring changes.
+    case active
+}
+
+/// A replication's state and progress at one moment.
+public struct ReplicationStatus: Sendable, Hashable {
+    /// What it is doing.
+    public var activity: ReplicationActivity = .stopped
+    /// Changes processed (written, already present, or failed).
+    public var completed = 0
+    /// Changes known so far: processed, in flight, and still pending at the source.
+    public var total = 0
+    /// Revisions read from the source.
+    public var docsRead = 0
+    /// Revisions written to the target.
+    public var docsWritten = 0
+    /// Revisions that could not be read or written; the replication went on without them.
+    public var docWriteFailures = 0
+    /// The last error: a transient one while offline (cleared when a session starts again),
+    /// the final one when stopped by a failure.
+    public var lastError: EndpointError?
+    /// The source sequence the target is known to be complete up to.
+    public var checkpointedSequence: ChangeSequence?
+
+    /// A stopped replication with nothing done.
+    public init() {}
+}

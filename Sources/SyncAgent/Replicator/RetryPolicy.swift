@@ -1,0 +1,25 @@
+/// When to try again after a side could not be reached: exponential backoff
+/// from `initialDelay`, doubling to at most `maximumDelay`.
+public struct RetryPolicy: Sendable, Hashable {
+    /// The first wait.
+    public var initialDelay: Duration
+    /// The longest wait.
+    public var maximumDelay: Duration
+    /// How many failed attempts in a row a one-shot replication makes before it gives up
+    /// (a continuous replication never gives up).
+    public var oneShotAttempts: Int
+
+    /// A policy; the defaults wait 1 s, 2 s, 4 s ... up to a minute.
+    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60), oneShotAttempts: Int = 5) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.oneShotAttempts = oneShotAttempts
+    }
+
+    /// The wait after `failures` failed attempts in a row (1 for the first).
+    public func delay(afterFailures failures: Int) -> Duration {
+        var delay = initialDelay
+        for _ in 1..<max(1, failures) where delay < maximumDelay { delay *= 2 }
+        return min(delay, maximumDelay)
+    }
+}

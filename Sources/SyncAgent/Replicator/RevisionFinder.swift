@@ -1,0 +1,34 @@
+import Store
+import AsyncAlgorithms
+
+/// Second stage: asks the target which of each batch's leaf revisions it lacks
+/// (`_revs_diff`), so only those are fetched.
+struct RevisionFinder: Sendable {
+    let target: any Endpoint
+    let progress: ReplicationProgress
+
+    func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
+        defer { output.finish() }
+        for await var batch in input {
+            let question = Self.leaves(of: batch.changes.changes)
+            if !question.isEmpty {
+                batch.missing = try await target.missingRevisions(question)
+            }
+            progress.diffed(checked: batch.revisionCount, found: batch.missing.reduce(0) { $0 + $1.missing.count })
+            await output.send(batch)
+        }
+    }
+
+    /// Each document's leaves once, in feed order (a continuous feed may name a document twice in a batch).
+    static func leaves(of changes: [ChangedDocument]) -> [DocumentRevisions] {
+        var order: [String] = []
+        var revisions: [String: [RevisionID]] = [:]
+        for change in changes {
+            if revisions[change.id] == nil { order.append(change.id) }
+            for revision in change.revisions where !(revisions[change.id]?.contains(revision) ?? false) {
+                revisions[change.id, default: []].append(revision)
+            }
+        }
+        return order.map { DocumentRevisions(id: $0, revisions: revisions[$0] ?? []) }
+    }
+}

@@ -1,0 +1,207 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import Store
+import SyncAgent
+import Synchronization
+
+/// Replicates one database to another: local databases by name, remote ones by URL.
+struct ReplicateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replicate",
+        abstract: "Replicate SOURCE to TARGET by the CouchDB replication protocol.",
+        discussion: """
+            Each side is a database name in the data directory (created if it is the target and missing) \
+            or an http(s) URL such as http://user:password@host:5984/db. Progress goes to standard output: \
+            a live line on a terminal, plain lines otherwise. Exits 0 when every document was replicated, \
+            1 when the replication failed, 2 when it finished but some documents could not be replicated. \
+            A continuous replication runs until SIGINT or SIGTERM and checkpoints before it exits.
+            """
+    )
+
+    @Argument(help: "Where documents come from: a database name or a URL.")
+    var source: String
+
+    @Argument(help: "Where documents go: a database name or a URL.")
+    var target: String
+
+    @Flag(help: "Keep replicating new changes until stopped.")
+    var continuous = false
+
+    @Option(help: "Only documents matching this Mango selector (JSON).")
+    var selector: String?
+
+    @Option(name: .customLong("doc-ids"), parsing: .upToNextOption, help: "Only these documents.")
+    var documentIDs: [String] = []
+
+    @Option(name: .customLong("batch-size"), help: "Changes per batch.")
+    var batchSize = 500
+
+    @Flag(name: .customLong("create-target"), help: "Create a remote target database if it is missing.")
+    var createTarget = false
+
+    @Option(name: .customLong("fingerprint"), help: "Trust an HTTPS side only if its certificate has this SHA-256 fingerprint.")
+    var fingerprint: String?
+
+    @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints.")
+    var peerUUID: String?
+
+    @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints while running.")
+    var checkpointInterval = 5.0
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "warning"
+
+    @OptionGroup var data: DataOptions
+
+    func validate() throws {
+        guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
+        guard checkpointInterval > 0 else { throw ValidationError("--checkpoint-interval must be positive") }
+        guard selector == nil || documentIDs.isEmpty else { throw ValidationError("give --selector or --doc-ids, not both") }
+        if let selector {
+            guard let json = try? JSON(parsing: selector), json.objectValue != nil else {
+                throw ValidationError("--selector must be a JSON object")
+            }
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        for side in [source, target] where !Self.isURL(side) && !Catalog.isValidName(side) {
+            throw ValidationError("'\(RemoteURL.redact(side))' is neither an http(s) URL nor a valid database name")
+        }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "syncd.replicate")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        var catalog: Catalog?
+        var remotes: [RemoteEndpoint] = []
+        defer { catalog?.close() }
+        func endpoint(_ side: String, isTarget: Bool) throws -> any Endpoint {
+            if Self.isURL(side) {
+                let trust: PeerTrust = fingerprint.map { .fingerprint($0) } ?? .system
+                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(side), trust: trust, peerUUID: peerUUID), logger: logger)
+                remotes.append(remote)
+                return remote
+            }
+            if catalog == nil { catalog = try Catalog(directory: data.path) }
+            guard isTarget || catalog!.exists(side) else {
+                throw ValidationError("the source database '\(side)' does not exist in \(data.path)")
+            }
+            return LocalEndpoint(isTarget ? try catalog!.openOrCreate(side) : try catalog!.database(side))
+        }
+        var configuration: ReplicationConfiguration
+        do {
+            configuration = ReplicationConfiguration(source: try endpoint(source, isTarget: false), target: try endpoint(target, isTarget: true))
+        } catch {
+            for remote in remotes { await remote.shutdown() }
+            throw Self.failure(String(describing: error))
+        }
+        configuration.continuous = continuous
+        configuration.batchSize = batchSize
+        configuration.createTarget = createTarget
+        configuration.checkpointInterval = .milliseconds(Int(checkpointInterval * 1000))
+        if let selector { configuration.filter = .selector(try JSON(parsing: selector)) }
+        if !documentIDs.isEmpty { configuration.filter = .documentIDs(documentIDs) }
+
+        let replicator = Replicator(configuration, logger: logger)
+        let printer = ProgressPrinter(live: isatty(STDOUT_FILENO) != 0)
+        let final = await withTaskGroup(of: ReplicationStatus?.self) { group in
+            group.addTask {
+                for await status in replicator.statusUpdates() { printer.show(status) }
+                return nil
+            }
+            group.addTask { await replicator.run() }
+            group.addTask {
+                await Self.terminationSignal()
+                await replicator.stop()
+                return nil
+            }
+            var final: ReplicationStatus?
+            for await result in group {
+                if let result {
+                    final = result
+                    group.cancelAll()
+                }
+            }
+            return final ?? replicator.status
+        }
+        for remote in remotes { await remote.shutdown() }
+        printer.finish(final)
+        if let error = final.lastError { throw Self.failure("replication failed: \(error)") }
+        if final.docWriteFailures > 0 {
+            throw Self.failure("\(final.docWriteFailures) document(s) could not be replicated", code: 2)
+        }
+    }
+
+    private static func isURL(_ side: String) -> Bool {
+        side.lowercased().hasPrefix("http://") || side.lowercased().hasPrefix("https://")
+    }
+
+    private static func failure(_ message: String, code: Int32 = 1) -> ExitCode {
+        FileHandle.standardError.write(Data(("error: " + RemoteURL.redact(message) + "\n").utf8))
+        return ExitCode(code)
+    }
+
+    /// Returns when SIGINT or SIGTERM arrives (both then stop killing the process outright).
+    private static func terminationSignal() async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let queue = DispatchQueue(label: "syncd.replicate.signals")
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+        await withTaskCancellationHandler {
+            for await _ in stream { break }
+        } onCancel: {
+            continuation.finish()
+        }
+        for source in sources { source.cancel() }
+    }
+}
+
+/// Shows replication progress: one rewritten line on a terminal, plain lines
+/// (at most one a second, and every change of state) otherwise.
+final class ProgressPrinter: Sendable {
+    private let live: Bool
+    private let last = Mutex<(time: ContinuousClock.Instant, activity: ReplicationActivity)?>(nil)
+    private let lastLine = Mutex<String?>(nil)
+
+    init(live: Bool) { self.live = live }
+
+    func show(_ status: ReplicationStatus) {
+        // The status before the start says nothing yet.
+        if status.activity == .stopped && last.withLock({ $0 == nil }) { return }
+        let now = ContinuousClock.now
+        let due = last.withLock { last in
+            let due = last == nil || last!.activity != status.activity || now - last!.time >= (live ? .milliseconds(100) : .seconds(1))
+            if due { last = (now, status.activity) }
+            return due
+        }
+        guard due else { return }
+        write(Self.line(status), final: false)
+    }
+
+    func finish(_ status: ReplicationStatus) {
+        let line = Self.line(status)
+        let repeated = lastLine.withLock { $0 == line }
+        if live || !repeated { write(line, final: true) }
+    }
+
+    private func write(_ line: String, final: Bool) {
+        lastLine.withLock { $0 = line }
+        let text = live ? "\r\u{1B}[K" + line + (final ? "\n" : "") : line + "\n"
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    static func line(_ status: ReplicationStatus) -> String {
+        var line = "\(status.activity.rawValue): \(status.completed)/\(status.total) changes, read \(status.docsRead), written \(status.docsWritten)"
+        if status.docWriteFailures > 0 { line += ", failed \(status.docWriteFailures)" }
+        if status.activity == .offline, let error = status.lastError { line += " (\(error))" }
+        return line
+    }
+}
+
+

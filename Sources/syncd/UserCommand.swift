@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import SyncAgent
+
+/// Manages the users who may log in to `syncd serve`.
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user",
+        abstract: "Add, remove or list the users who may log in to the listener.",
+        subcommands: [Add.self, Remove.self, List.self]
+    )
+
+    /// `syncd user add NAME`: sets a user's password (salted PBKDF2 hash; the password is never stored).
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a user, or change the password of an existing one.",
+            discussion: "The password is read from --password-file, else from the first line of standard input."
+        )
+
+        @OptionGroup var data: DataOptions
+
+        @Argument(help: "The user name.")
+        var name: String
+
+        @Option(name: .customLong("password-file"), help: "Read the password from the first line of this file.")
+        var passwordFile: String?
+
+        func validate() throws {
+            guard UserStore.isValidName(name) else { throw ValidationError("invalid user name: it must be non-empty, without ':' or control characters") }
+        }
+
+        func run() async throws {
+            let text: String
+            if let passwordFile {
+                text = try String(contentsOfFile: passwordFile, encoding: .utf8)
+            } else {
+                if isatty(STDIN_FILENO) != 0 { FileHandle.standardError.write(Data("password: ".utf8)) }
+                text = readLine(strippingNewline: false) ?? ""
+            }
+            let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+            guard !password.isEmpty else { throw ValidationError("the password is empty") }
+            try UserStore(directory: data.path).setPassword(password, for: name)
+            print("user \(name) saved")
+        }
+    }
+
+    /// `syncd user remove NAME`.
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a user.")
+
+        @OptionGroup var data: DataOptions
+
+        @Argument(help: "The user name.")
+        var name: String
+
+        func run() async throws {
+            guard try UserStore(directory: data.path).remove(name) else {
+                FileHandle.standardError.write(Data("no user \(name)\n".utf8))
+                throw ExitCode(1)
+            }
+            print("user \(name) removed")
+        }
+    }
+
+    /// `syncd user list`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the user names.")
+
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            for name in try UserStore(directory: data.path).names() { print(name) }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import XCTest
+@testable import Store
+
+/// The sequence-ordered changes feed.
+final class ChangesTests: DatabaseTestCase {
+    func testEachDocumentOnceAtItsLatestSequence() async throws {
+        let a = try await database.put(["_id": "a", "v": 1]).revision
+        try await database.put(["_id": "b", "v": 1])
+        let a2 = try await database.put(["_id": "a", "_rev": .string(a.description), "v": 2]).revision
+        try await database.put(["_id": "c", "v": 1])
+        let page = try database.changes(ChangesOptions())
+        XCTAssertEqual(page.changes.map(\.id), ["b", "a", "c"])
+        XCTAssertEqual(page.changes.map(\.sequence), [2, 3, 4])
+        XCTAssertEqual(page.changes[1].revisions, [a2])
+        XCTAssertEqual(page.lastSequence, 4)
+        XCTAssertEqual(page.pending, 0)
+
+        var since = ChangesOptions(since: 2)
+        since.limit = 1
+        let limited = try database.changes(since)
+        XCTAssertEqual(limited.changes.map(\.id), ["a"])
+        XCTAssertEqual(limited.lastSequence, 3)
+        XCTAssertEqual(limited.pending, 1)
+
+        var descending = ChangesOptions()
+        descending.descending = true
+        XCTAssertEqual(try database.changes(descending).changes.map(\.id), ["c", "a", "b"])
+    }
+
+    func testStyleAllDocsListsEveryLeafAndDeletionsShow() async throws {
+        _ = try await database.put(json(#"{"_id":"d","_rev":"2-bb","_revisions":{"start":2,"ids":["bb","aa"]}}"#), newEdits: false)
+        _ = try await database.put(json(#"{"_id":"d","_rev":"2-cc","_revisions":{"start":2,"ids":["cc","aa"]}}"#), newEdits: false)
+        var options = ChangesOptions()
+        options.allLeaves = true
+        XCTAssertEqual(try database.changes(options).changes[0].revisions, [RevisionID("2-cc")!, RevisionID("2-bb")!])
+        options.allLeaves = false
+        XCTAssertEqual(try database.changes(options).changes[0].revisions, [RevisionID("2-cc")!])
+
+        let e = try await database.put(["_id": "e"]).revision
+        try await database.delete(id: "e", revision: e)
+        options.includeDocuments = true
+        let last = try database.changes(options).changes.last!
+        XCTAssertEqual(last.id, "e")
+        XCTAssertTrue(last.deleted)
+        XCTAssertEqual(last.document?.deleted, true)
+    }
+
+    func testDocumentIDAndSelectorFilters() async throws {
+        for index in 0..<10 {
+            try await database.put(["_id": .string("doc\(index)"), "type": index % 2 == 0 ? "even" : "odd", "n": .number(Double(index))])
+        }
+        var byID = ChangesOptions()
+        byID.documentIDs = ["doc7", "doc2", "nothing"]
+        XCTAssertEqual(try database.changes(byID).changes.map(\.id), ["doc2", "doc7"])
+
+        var bySelector = ChangesOptions(since: 2)
+        bySelector.selector = try Selector(["type": "even", "n": ["$gte": 4]])
+        bySelector.limit = 2
+        let page = try database.changes(bySelector)
+        XCTAssertEqual(page.changes.map(\.id), ["doc4", "doc6"])
+        XCTAssertEqual(page.lastSequence, 7)
+    }
+
+    func testChangeFeedDeliversNewCommitsWithoutPolling() async throws {
+        try await database.put(["_id": "before"])
+        let feed = database.changeFeed(ChangesOptions())
+        let reader = Task { () throws -> [String] in
+            var ids: [String] = []
+            for try await change in feed {
+                ids.append(change.id)
+                if ids.count == 3 { break }
+            }
+            return ids
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        try await database.put(["_id": "after1"])
+        try await database.put(["_id": "after2"])
+        let ids = try await withThrowingTaskGroup(of: [String].self) { group in
+            group.addTask { try await reader.value }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                reader.cancel()
+                throw CancellationError()
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            return first
+        }
+        XCTAssertEqual(ids, ["before", "after1", "after2"])
+    }
+
+    func testChangeFeedEndsWhenTheDatabaseCloses() async throws {
+        let feed = database.changeFeed(ChangesOptions())
+        let reader = Task { () throws -> Int in
+            var count = 0
+            for try await _ in feed { count += 1 }
+            return count
+        }
+        try await database.put(["_id": "x"])
+        try await Task.sleep(for: .milliseconds(100))
+        database.close()
+        let count = try await reader.value
+        XCTAssertEqual(count, 1)
+        database = try Database.open(path: directory.file("test.sqlite"))
+    }
+
+    func testLocalDocumentsStayOutOfTheFeed() async throws {
+        try await database.putLocal(id: "_local/checkpoint", ["seq": 5])
+        XCTAssertTrue(try database.changes(ChangesOptions()).changes.isEmpty)
+        XCTAssertEqual(try database.info().updateSequence, 0)
+    }
+}

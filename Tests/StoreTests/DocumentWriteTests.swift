@@ -1,0 +1,123 @@
+import XCTest
+@testable import Store
+
+/// Creating, updating and deleting documents with CouchDB's MVCC rules.
+final class DocumentWriteTests: DatabaseTestCase {
+    func testCreateReadUpdate() async throws {
+        let first = try await database.put(json(#"{"_id":"a","title":"hello","n":1}"#)).revision
+        XCTAssertEqual(first.generation, 1)
+        XCTAssertEqual(first.digest.count, 32)
+        let read = try database.document(id: "a")
+        XCTAssertEqual(read.revision, first)
+        XCTAssertEqual(read.body, ["title": "hello", "n": 1])
+        XCTAssertEqual(read.json().serialized(), #"{"_id":"a","_rev":"\#(first)","title":"hello","n":1}"#)
+
+        let second = try await database.put(json(#"{"_id":"a","_rev":"\#(first)","title":"bye"}"#)).revision
+        XCTAssertEqual(second.generation, 2)
+        XCTAssertEqual(try database.document(id: "a").body, ["title": "bye"])
+        XCTAssertEqual(try database.document(id: "a", revision: first).body["title"], "hello")
+        XCTAssertEqual(try database.document(id: "a").history, [second, first])
+    }
+
+    func testGeneratedIDsAreUnique() async throws {
+        let a = try await database.put(["x": 1])
+        let b = try await database.put(["x": 1])
+        XCTAssertNotEqual(a.id, b.id)
+        XCTAssertEqual(a.id.count, 32)
+    }
+
+    func testStaleRevisionIsAConflictAndChangesNothing() async throws {
+        let first = try await database.put(["_id": "a", "v": 1]).revision
+        _ = try await database.put(["_id": "a", "_rev": .string(first.description), "v": 2])
+        await assertRefused("conflict") { try await self.database.put(["_id": "a", "_rev": .string(first.description), "v": 3]) }
+        await assertRefused("conflict") { try await self.database.put(["_id": "a", "v": 4]) }
+        await assertRefused("conflict") { try await self.database.put(["_id": "new", "_rev": "1-abc", "v": 4]) }
+        XCTAssertEqual(try database.document(id: "a").body["v"], 2)
+        XCTAssertEqual(try database.info().updateSequence, 2)
+    }
+
+    func testSameEditOnTwoDatabasesMakesTheSameRevision() async throws {
+        let other = try Database.open(path: directory.file("other.sqlite"))
+        defer { other.close() }
+        let a1 = try await database.put(json(#"{"_id":"d","a":1,"b":[true,null]}"#)).revision
+        let b1 = try await other.put(json(#"{"b":[true,null],"_id":"d","a":1}"#)).revision
+        XCTAssertEqual(a1, b1, "key order must not change the revision id")
+        let a2 = try await database.put(json(#"{"_id":"d","_rev":"\#(a1)","a":2}"#)).revision
+        let b2 = try await other.put(json(#"{"_id":"d","_rev":"\#(b1)","a":2}"#)).revision
+        XCTAssertEqual(a2, b2)
+        let b3 = try await other.put(json(#"{"_id":"d","_rev":"\#(b2)","a":3}"#)).revision
+        XCTAssertNotEqual(b3, a2)
+    }
+
+    func testDeleteKeepsATombstoneAndRecreationExtendsIt() async throws {
+        let first = try await database.put(["_id": "a", "v": 1]).revision
+        let tombstone = try await database.put(["_id": "a", "_rev": .string(first.description), "_deleted": true, "reason": "gone"]).revision
+        await assertRefused("not_found") { try self.database.document(id: "a") }
+        XCTAssertEqual(Result { () throws(StoreError) in try database.document(id: "a") }.failureError?.reason, "deleted")
+        let deleted = try database.document(id: "a", revision: tombstone)
+        XCTAssertTrue(deleted.deleted)
+        XCTAssertEqual(deleted.body["reason"], "gone", "a tombstone may keep fields")
+        XCTAssertEqual(try database.info().docCount, 0)
+        XCTAssertEqual(try database.info().deletedDocCount, 1)
+
+        let again = try await database.put(["_id": "a", "v": 2]).revision
+        XCTAssertEqual(again.generation, 3)
+        XCTAssertEqual(try database.document(id: "a").history, [again, tombstone, first])
+        XCTAssertEqual(try database.info().docCount, 1)
+        XCTAssertEqual(try database.info().deletedDocCount, 0)
+    }
+
+    func testInvalidInputIsRefusedAndTouchesNothing() async throws {
+        let first = try await database.put(["_id": "keep", "v": 1]).revision
+        await assertRefused("bad_request") { try await self.database.put(["a", "b"]) }
+        await assertRefused("illegal_docid") { try await self.database.put(["_id": "_secret", "v": 1]) }
+        await assertRefused("illegal_docid") { try await self.database.put(["_id": "", "v": 1]) }
+        await assertRefused("illegal_docid") { try await self.database.put(["_id": 5, "v": 1]) }
+        await assertRefused("bad_request") { try await self.database.put(["_id": "keep", "_rev": "nonsense", "v": 2]) }
+        await assertRefused("bad_request") { try await self.database.put(["_id": "keep", "_rev": "0-abc", "v": 2]) }
+        await assertRefused("doc_validation") { try await self.database.put(["_id": "keep", "_rev": .string(first.description), "_foo": 1]) }
+        await assertRefused("bad_request") {
+            try await self.database.put(json(#"{"_id":"keep","_rev":"2-aa","_revisions":{"start":2,"ids":["bb","\#(first.digest)"]}}"#), newEdits: false)
+        }
+        await assertRefused("bad_request") { try await self.database.put(["_id": "x", "_deleted": "yes"]) }
+        let design = try await database.put(["_id": "_design/app", "views": [:]])
+        XCTAssertEqual(design.id, "_design/app")
+        XCTAssertEqual(try database.document(id: "keep").revision, first)
+        XCTAssertEqual(try database.info().docCount, 2)
+    }
+
+    func testInvalidJSONTextIsASyntaxError() {
+        XCTAssertThrowsError(try JSON(parsing: #"{"a":}"#))
+        XCTAssertThrowsError(try JSON(parsing: [0x22, 0xFF, 0x22]))
+    }
+
+    func testBulkWriteReturnsAResultPerDocument() async throws {
+        let first = try await database.put(["_id": "exists", "v": 1]).revision
+        let results = try await database.bulkDocs([
+            DocumentUpload(["_id": "one", "v": 1]),
+            DocumentUpload(["_id": "exists", "v": 2]),
+            DocumentUpload(["_id": "_bad"]),
+            DocumentUpload(["_id": "exists", "_rev": .string(first.description), "v": 3]),
+        ])
+        XCTAssertEqual(results.map(\.id), ["one", "exists", "_bad", "exists"])
+        XCTAssertNoThrow(try results[0].result.get())
+        XCTAssertEqual(results[1].result.failureError?.error, "conflict")
+        XCTAssertEqual(results[2].result.failureError?.error, "illegal_docid")
+        XCTAssertEqual(try results[3].result.get().generation, 2)
+    }
+
+    func testDocumentSizeLimit() async throws {
+        var options = Database.Options()
+        options.maximumDocumentSize = 1000
+        let small = try Database.open(path: directory.file("small.sqlite"), options: options)
+        defer { small.close() }
+        await assertRefused("document_too_large") {
+            try await small.put(["_id": "big", "text": .string(String(repeating: "x", count: 2000))])
+        }
+        XCTAssertEqual(try small.info().docCount, 0)
+    }
+}
+
+extension Result {
+    var failureError: Failure? { if case .failure(let error) = self { error } else { nil } }
+}

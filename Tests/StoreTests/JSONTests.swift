@@ -1,0 +1,39 @@
+import XCTest
+@testable import Store
+
+/// The JSON parser and serializer.
+final class JSONTests: XCTestCase {
+    func testRoundTripKeepsOrderAndValues() throws {
+        let text = #"{"z":1,"a":[true,false,null,-0.5,1e+21,"é\n\"\\\u0001"],"m":{"k":12345678901234}}"#
+        let value = try JSON(parsing: text)
+        XCTAssertEqual(value["z"], 1)
+        XCTAssertEqual(value["a"]?.arrayValue?[5], .string("é\n\"\\\u{01}"))
+        XCTAssertEqual(value["m"]?["k"]?.intValue, 12_345_678_901_234)
+        XCTAssertEqual(try JSON(parsing: value.serialized()), value)
+        XCTAssertEqual(value.serialized(), #"{"z":1,"a":[true,false,null,-0.5,1e+21,"é\n\"\\\u0001"],"m":{"k":12345678901234}}"#)
+        XCTAssertEqual(value.serialized(sortedKeys: true).prefix(6), #"{"a":["#)
+    }
+
+    func testEscapesAndSurrogates() throws {
+        XCTAssertEqual(try JSON(parsing: #""\ud83d\ude00 \u00e9 \/""#), .string("😀 é /"))
+        XCTAssertThrowsError(try JSON(parsing: #""\ud83d""#))
+        XCTAssertThrowsError(try JSON(parsing: #""\x""#))
+    }
+
+    func testRejectsMalformedText() {
+        for text in ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "[1] x", "\"\u{01}\"", "{\"a\":1,}", "NaN"] {
+            XCTAssertThrowsError(try JSON(parsing: text), "accepted \(text)")
+        }
+    }
+
+    func testNestingLimit() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        XCTAssertThrowsError(try JSON(parsing: deep))
+        let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        XCTAssertNoThrow(try JSON(parsing: fine))
+    }
+
+    func testDuplicateKeysKeepTheLast() throws {
+        XCTAssertEqual(try JSON(parsing: #"{"a":1,"a":2}"#), ["a": 2])
+    }
+}

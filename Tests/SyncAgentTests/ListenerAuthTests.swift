@@ -1,0 +1,96 @@
+import AsyncHTTPClient
+import Foundation
+import Store
+import SyncAgent
+import XCTest
+
+/// HTTP Basic authentication, `_session` cookies and refusing anonymous access.
+final class ListenerAuthTests: XCTestCase {
+    func testBasicAuthentication() async throws {
+        let server = try await startListener(users: ["alice": "s3cret pass"]) { $0.requireAuthentication = true }
+        let anonymous = try await HTTP.request(.GET, server.url + "/")
+        XCTAssertEqual(anonymous.status, 401)
+        XCTAssertEqual(anonymous.json["error"], "unauthorized")
+        XCTAssertNotNil(anonymous.header("WWW-Authenticate"))
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 401)
+
+        let wrong = try await HTTP.json(.GET, server.url + "/", headers: [HTTP.basic("alice", "wrong")])
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertEqual(wrong.json["reason"], "Name or password is incorrect.")
+        XCTAssertFalse(wrong.json.serialized().contains("wrong"), "the password must not be echoed")
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/", headers: [HTTP.basic("mallory", "s3cret pass")]).status, 401)
+
+        let right = try await HTTP.json(.PUT, server.url + "/db", headers: [HTTP.basic("alice", "s3cret pass")])
+        XCTAssertEqual(right.status, 201)
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [HTTP.basic("alice", "s3cret pass")]).status, 200)
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/_up").status, 200)
+
+        let session = try await HTTP.json(.GET, server.url + "/_session", headers: [HTTP.basic("alice", "s3cret pass")])
+        XCTAssertEqual(session.json["userCtx"]?["name"], "alice")
+        XCTAssertEqual(session.json["info"]?["authenticated"], "default")
+    }
+
+    func testSessionCookie() async throws {
+        let server = try await startListener(users: ["bob": "hunter2"]) { $0.requireAuthentication = true }
+        let refused = try await HTTP.request(.POST, server.url + "/_session", json: ["name": "bob", "password": "nope"])
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertNil(refused.header("Set-Cookie"))
+
+        let login = try await HTTP.request(.POST, server.url + "/_session", json: ["name": "bob", "password": "hunter2"])
+        XCTAssertEqual(login.status, 200)
+        XCTAssertEqual(login.json["ok"], true)
+        XCTAssertEqual(login.json["name"], "bob")
+        let setCookie = try XCTUnwrap(login.header("Set-Cookie"))
+        XCTAssertTrue(setCookie.hasPrefix("AuthSession="))
+        XCTAssertTrue(setCookie.contains("HttpOnly"))
+        let cookie = String(setCookie.split(separator: ";")[0])
+
+        let me = try await HTTP.json(.GET, server.url + "/_session", headers: [("Cookie", cookie)])
+        XCTAssertEqual(me.json["userCtx"]?["name"], "bob")
+        XCTAssertEqual(me.json["info"]?["authenticated"], "cookie")
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db", headers: [("Cookie", cookie)]).status, 201)
+
+        let forged = cookie.dropLast(3) + "AAA"
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [("Cookie", String(forged))]).status, 401)
+
+        let form = try await HTTP.request(.POST, server.url + "/_session", body: Array("name=bob&password=hunter2".utf8),
+                                          headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        XCTAssertEqual(form.status, 200)
+
+        let logout = try await HTTP.request(.DELETE, server.url + "/_session", headers: [("Cookie", cookie)])
+        XCTAssertEqual(logout.status, 200)
+        XCTAssertTrue(logout.header("Set-Cookie")?.hasPrefix("AuthSession=;") ?? false)
+
+        // A new password ends sessions made with the old one.
+        try server.listener.users.setPassword("changed", for: "bob")
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [("Cookie", cookie)]).status, 401)
+    }
+
+    func testAnonymousAllowedUnlessRequiredButWrongCredentialsNever() async throws {
+        let server = try await startListener(users: ["carol": "pw"])
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/").status, 200)
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/", headers: [HTTP.basic("carol", "bad")]).status, 401)
+        let session = try await HTTP.json(.GET, server.url + "/_session")
+        XCTAssertEqual(session.json["userCtx"]?["name"], .null)
+    }
+
+    func testPasswordsAreStoredSaltedAndPrivate() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let users = UserStore(directory: directory.path)
+        try users.setPassword("correct horse", for: "dave")
+        try users.setPassword("correct horse", for: "erin")
+        let text = try String(contentsOfFile: users.path, encoding: .utf8)
+        XCTAssertFalse(text.contains("correct horse"))
+        let json = try JSON(parsing: text)
+        XCTAssertNotEqual(json["users"]?["dave"]?["derived_key"], json["users"]?["erin"]?["derived_key"])
+        let mode = try FileManager.default.attributesOfItem(atPath: users.path)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        XCTAssertTrue(users.verify(name: "dave", password: "correct horse"))
+        XCTAssertFalse(users.verify(name: "dave", password: "correct horse "))
+        XCTAssertEqual(try users.names(), ["dave", "erin"])
+        XCTAssertTrue(try users.remove("dave"))
+        XCTAssertFalse(users.verify(name: "dave", password: "correct horse"))
+        XCTAssertThrowsError(try users.setPassword("x", for: "a:b"))
+    }
+}

@@ -1,0 +1,62 @@
+import AsyncHTTPClient
+import Foundation
+import NIOSSL
+import Store
+import SyncAgent
+import XCTest
+
+/// The node identity, and HTTPS with the node's certificate pinned by the client.
+final class ListenerTLSTests: XCTestCase {
+    func testIdentityIsMadeOnceWithAPrivateKey() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let first = try NodeIdentity.loadOrCreate(in: directory.path)
+        let again = try NodeIdentity.loadOrCreate(in: directory.path)
+        XCTAssertEqual(first.uuid, again.uuid)
+        XCTAssertEqual(first.fingerprint, again.fingerprint)
+        XCTAssertEqual(first.fingerprint.count, 64)
+        let mode = try FileManager.default.attributesOfItem(atPath: directory.path + "/node-key.pem")[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        let other = try TemporaryDirectory()
+        defer { other.remove() }
+        XCTAssertNotEqual(try NodeIdentity.loadOrCreate(in: other.path).fingerprint, first.fingerprint)
+    }
+
+    func testHTTPSWithThePinnedNodeCertificate() async throws {
+        let server = try await startListener { $0.tls = true }
+        XCTAssertTrue(server.url.hasPrefix("https://127.0.0.1:"))
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = try NodeIdentity.pinnedClientTLSConfiguration(trusting: server.listener.identity.certificateDER)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        do {
+            let welcome = try await HTTP.json(.GET, server.url + "/", client: client)
+            XCTAssertEqual(welcome.status, 200)
+            XCTAssertEqual(welcome.json["uuid"]?.stringValue, server.listener.identity.uuid)
+            try await assertEqual(try await HTTP.json(.PUT, server.url + "/secure", client: client).status, 201)
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+
+        // A client pinning some other node's certificate is refused.
+        let stranger = try TemporaryDirectory()
+        defer { stranger.remove() }
+        var wrong = HTTPClient.Configuration()
+        wrong.tlsConfiguration = try NodeIdentity.pinnedClientTLSConfiguration(trusting: try NodeIdentity.loadOrCreate(in: stranger.path).certificateDER)
+        wrong.connectionPool.retryConnectionEstablishment = false
+        let suspicious = HTTPClient(eventLoopGroupProvider: .singleton, configuration: wrong)
+        do {
+            _ = try await HTTP.json(.GET, server.url + "/", client: suspicious)
+            XCTFail("a certificate other than the pinned one must be refused")
+        } catch {}
+        try await suspicious.shutdown()
+
+        // Plain HTTP to the TLS port gets no answer.
+        do {
+            let plain = try await HTTP.request(.GET, server.url.replacingOccurrences(of: "https://", with: "http://") + "/", timeout: .seconds(5))
+            XCTAssertNotEqual(plain.status, 200)
+        } catch {}
+    }
+}

@@ -1,0 +1,3 @@
+// placeholder
+import XCTest
+final class PlaceholderSyncAgentTests: XCTestCase { func testNothing() {} }

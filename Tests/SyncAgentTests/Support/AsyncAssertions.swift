@@ -1,0 +1,37 @@
+import XCTest
+
+/// `XCTAssertEqual` for expressions that await (XCTest's autoclosures cannot).
+func assertEqual<T: Equatable>(
+    _ expression: @autoclosure () async throws -> T, _ expected: @autoclosure () -> T, _ message: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let value = try await expression()
+    XCTAssertEqual(value, expected(), message(), file: file, line: line)
+}
+
+/// `XCTAssertNotEqual` for expressions that await.
+func assertNotEqual<T: Equatable>(
+    _ expression: @autoclosure () async throws -> T, _ other: @autoclosure () -> T, _ message: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let value = try await expression()
+    XCTAssertNotEqual(value, other(), message(), file: file, line: line)
+}
+
+/// `XCTAssertNil` for expressions that await.
+func assertNil<T>(
+    _ expression: @autoclosure () async throws -> T?, _ message: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let value = try await expression()
+    XCTAssertNil(value, message(), file: file, line: line)
+}
+
+/// `XCTAssertTrue` for expressions that await.
+func assertTrue(
+    _ expression: @autoclosure () async throws -> Bool, _ message: @autoclosure () -> String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let value = try await expression()
+    XCTAssertTrue(value, message(), file: file, line: line)
+}

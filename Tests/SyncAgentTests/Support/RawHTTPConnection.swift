@@ -1,0 +1,58 @@
+import Foundation
+
+/// A plain TCP connection that sends one HTTP request and reads the answer
+/// as it arrives, for streaming feeds whose client must go away on cue.
+final class RawHTTPConnection {
+    private let socket: Int32
+    /// Everything received so far.
+    private(set) var received: [UInt8] = []
+
+    /// Connects to `url`'s host (an IPv4 address) and port.
+    init(url: String) throws {
+        guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
+            throw TestSupportError("bad URL \(url)")
+        }
+        socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestSupportError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            _ = Glibc.close(socket)
+            throw TestSupportError("connect to \(url) failed")
+        }
+    }
+
+    /// Sends a GET request for `path` (with its query).
+    func get(_ path: String) throws {
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n".utf8)
+        guard send(socket, request, request.count, 0) == request.count else { throw TestSupportError("send failed") }
+    }
+
+    /// Reads until `condition` holds for the text received so far, or `timeout` passes; returns whether it held.
+    func read(until condition: (String) -> Bool, timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(String(decoding: received, as: UTF8.self)) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            guard poll(&descriptor, 1, max(1, milliseconds)) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { return condition(String(decoding: received, as: UTF8.self)) }
+            received += buffer[0..<count]
+        }
+        return true
+    }
+
+    /// The text received so far.
+    var text: String { String(decoding: received, as: UTF8.self) }
+
+    /// Closes the connection.
+    func close() { _ = Glibc.close(socket) }
+}
