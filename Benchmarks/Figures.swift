@@ -36,5 +36,5 @@ func temporaryDirectory(_ label: String) -> String {
 
 /// A small document body of about 200 bytes, like the anchors' test data.
 func smallDocument(_ index: Int) -> String {
-    #"{"_id":"doc-\#(String(format: "%08d", index))","type":"reading","sensor":"sensor-\#(index % 97)","value":\#(Double(index % 1000) / 10),"unit":"celsius","tags":["lab","floor-\#(index % 7)"],"note":"benchmark document number \#(index) for syncd"}"#
+    #"{"_id":"doc-\#(String(format: "%08d", index))","type":"reading","sensor":"sensor-\#(index % 97)","value":\#(Double(index % 1000) / 10),"unit":"celsius","tags":["lab","floor-\#(index % 7)"],"note":"benchmark document number \#(index) for syncd","site":"north-wing"}"#
 }

@@ -1,14 +1,17 @@
-// syncd-bench: benchmarks that print figures. Run with a release build:
-//   swift run -c release syncd-bench store [--docs 100000]
+// syncd-bench: benchmarks that print figures. Build everything in release
+// mode first (`swift build -c release`), then run `.build/release/syncd-bench NAME`.
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "store":
     try await runStoreBenchmarks(arguments: Array(arguments.dropFirst()))
+case "discovery":
+    try await runDiscoveryBenchmark()
 default:
     print("""
-        usage: syncd-bench store [--docs N]
+        usage: syncd-bench store [--docs N]     bulk load vs plain SQLite, concurrent writes and read latency, changes feed
+               syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

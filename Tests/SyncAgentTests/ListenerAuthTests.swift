@@ -77,7 +77,7 @@ final class ListenerAuthTests: XCTestCase {
     func testPasswordsAreStoredSaltedAndPrivate() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let users = UserStore(directory: directory.path)
+        let users = UserStore(directory: directory.path, iterations: 20_000)
         try users.setPassword("correct horse", for: "dave")
         try users.setPassword("correct horse", for: "erin")
         let text = try String(contentsOfFile: users.path, encoding: .utf8)

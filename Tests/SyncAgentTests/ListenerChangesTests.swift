@@ -132,6 +132,20 @@ final class ListenerChangesTests: XCTestCase {
         try await assertEqual(try await HTTP.json(.GET, db).status, 200)
     }
 
+    func testContinuousFeedFilteredByDocIDsSendsOnlyThoseDocuments() async throws {
+        let server = try await startListener()
+        let db = try await database(server, docs: [["_id": "a"], ["_id": "b"]])
+        let connection = try RawHTTPConnection(url: server.url)
+        defer { connection.close() }
+        try connection.get("/db/_changes?feed=continuous&heartbeat=500&filter=_doc_ids&doc_ids=%5B%22b%22%2C%22d%22%5D")
+        XCTAssertTrue(connection.read(until: { $0.contains(#""id":"b""#) }), connection.text)
+        _ = try await HTTP.json(.PUT, db + "/c", ["x": 1])
+        _ = try await HTTP.json(.PUT, db + "/d", ["x": 1])
+        XCTAssertTrue(connection.read(until: { $0.contains(#""id":"d""#) }), connection.text)
+        XCTAssertFalse(connection.text.contains(#""id":"a""#))
+        XCTAssertFalse(connection.text.contains(#""id":"c""#))
+    }
+
     func testContinuousFeedTimeoutAndLimitEndWithLastSeq() async throws {
         let server = try await startListener()
         let db = try await database(server, docs: [["_id": "a"], ["_id": "b"]])

@@ -130,6 +130,23 @@ final class ListenerMultipartTests: XCTestCase {
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db/doc/nothing").status, 404)
     }
 
+    func testMalformedMultipartIsRefusedAndWritesNothing() async throws {
+        let server = try await startListener()
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        let type = [("Content-Type", "multipart/related; boundary=\"abc\"")]
+        let cut = Array("--abc\r\nContent-Type: application/json\r\n\r\n{\"_attachments\":{\"a\":{\"follows\":true}}}\r\n--abc\r\n\r\nhalf".utf8)
+        let truncated = try await HTTP.request(.PUT, server.url + "/db/doc", body: cut, headers: type)
+        XCTAssertEqual(truncated.status, 400)
+        XCTAssertEqual(truncated.json["error"], "bad_request")
+        let noBoundary = try await HTTP.request(.PUT, server.url + "/db/doc", body: cut, headers: [("Content-Type", "multipart/related")])
+        XCTAssertEqual(noBoundary.status, 400)
+        let notJSON = try await HTTP.request(.PUT, server.url + "/db/doc", body: Array("--abc\r\n\r\nnope\r\n--abc--".utf8), headers: type)
+        XCTAssertEqual(notJSON.status, 400)
+        let missingPart = Array("--abc\r\nContent-Type: application/json\r\n\r\n{\"_attachments\":{\"a\":{\"follows\":true}}}\r\n--abc--".utf8)
+        try await assertEqual(try await HTTP.request(.PUT, server.url + "/db/doc", body: missingPart, headers: type).status, 400)
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db").json["doc_count"], 0)
+    }
+
     func testOpenRevisionsMultipartMarksMissingRevisions() async throws {
         let server = try await startListener()
         try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)

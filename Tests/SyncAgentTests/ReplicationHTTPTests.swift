@@ -285,12 +285,17 @@ func withListeners(_ body: (TestListener, TestListener) async throws -> Void) as
 final class ReplicateProcess: @unchecked Sendable {
     let process = Process()
     private let output = Pipe()
+    private let errorOutput = Pipe()
+    private let captureErrors: Bool
+    /// What it wrote to standard error (with `captureErrors`), once finished.
+    private(set) var errors = ""
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], captureErrors: Bool = false) throws {
+        self.captureErrors = captureErrors
         process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
         process.arguments = arguments
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = captureErrors ? errorOutput : FileHandle.nullDevice
         try process.run()
     }
 
@@ -298,7 +303,10 @@ final class ReplicateProcess: @unchecked Sendable {
     func finish() async -> (Int32, String) {
         let process = self.process
         let handle = output.fileHandleForReading
+        let errorHandle = captureErrors ? errorOutput.fileHandleForReading : nil
+        async let errors = Task.detached { errorHandle.map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? "" }.value
         let text = await Task.detached { String(decoding: handle.readDataToEndOfFile(), as: UTF8.self) }.value
+        self.errors = await errors
         await Task.detached { process.waitUntilExit() }.value
         return (process.terminationStatus, text)
     }

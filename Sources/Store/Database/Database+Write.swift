@@ -9,27 +9,7 @@ extension Database {
     /// existing revision with its ancestry (`_revisions`), merged into the tree as
     /// replication requires; an already-known revision is accepted unchanged.
     public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
-        var parsed: [Result<ParsedDocument, StoreError>] = []
-        parsed.reserveCapacity(uploads.count)
-        for upload in uploads {
-            do throws(StoreError) {
-                var document = try DocumentValidation.parse(upload, store: attachments)
-                if document.id == nil {
-                    guard newEdits else { throw .badRequest("Document id is required with new_edits=false") }
-                    document.id = Self.newDocumentID()
-                }
-                if !newEdits, document.revision == nil, !document.isLocal {
-                    throw StoreError.badRequest("Document rev is required with new_edits=false")
-                }
-                if document.bodyText.count > options.maximumDocumentSize {
-                    throw StoreError.tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
-                }
-                parsed.append(.success(document))
-            } catch {
-                parsed.append(.failure(error))
-            }
-        }
-        let documents = parsed
+        let documents = await validate(uploads, newEdits: newEdits)
         defer {
             for case .success(let document) in documents {
                 for key in document.stagedKeys { attachments.unpin(key) }
@@ -57,6 +37,42 @@ extension Database {
                     }
                 }
             }
+        }
+    }
+
+    /// Checks and encodes uploads before the write transaction; a large batch
+    /// is split across the cores, so the writer's thread does only the tree and SQL work.
+    private func validate(_ uploads: [DocumentUpload], newEdits: Bool) async -> [Result<ParsedDocument, StoreError>] {
+        let parts = uploads.count >= 256 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
+        guard parts > 1 else { return uploads.map { validate($0, newEdits: newEdits) } }
+        let size = (uploads.count + parts - 1) / parts
+        return await withTaskGroup(of: (Int, [Result<ParsedDocument, StoreError>]).self) { group in
+            for start in stride(from: 0, to: uploads.count, by: size) {
+                let slice = uploads[start..<min(start + size, uploads.count)]
+                group.addTask { (start, slice.map { self.validate($0, newEdits: newEdits) }) }
+            }
+            var results = [Result<ParsedDocument, StoreError>](repeating: .failure(.internal("not validated")), count: uploads.count)
+            for await (start, part) in group { results.replaceSubrange(start..<start + part.count, with: part) }
+            return results
+        }
+    }
+
+    private func validate(_ upload: DocumentUpload, newEdits: Bool) -> Result<ParsedDocument, StoreError> {
+        do throws(StoreError) {
+            var document = try DocumentValidation.parse(upload, store: attachments)
+            if document.id == nil {
+                guard newEdits else { throw .badRequest("Document id is required with new_edits=false") }
+                document.id = Self.newDocumentID()
+            }
+            if !newEdits, document.revision == nil, !document.isLocal {
+                throw .badRequest("Document rev is required with new_edits=false")
+            }
+            if document.bodyText.count > options.maximumDocumentSize {
+                throw .tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
+            }
+            return .success(document)
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -95,6 +111,9 @@ extension Database {
 /// Applies one validated document to its row inside the writer's transaction.
 enum DocumentUpdate {
     static func apply(_ document: ParsedDocument, newEdits: Bool, in context: inout WriteContext) throws -> RevisionID {
+        if newEdits, document.revision == nil, let created = try create(document, in: &context) {
+            return created
+        }
         let id = document.id!
         let db = context.connection
         let select = try db.statement("SELECT seq, deleted, tree FROM docs WHERE id = ?")
@@ -123,7 +142,7 @@ enum DocumentUpdate {
             let attachments = try resolve(document.attachments, generation: generation, parent: parent, in: tree)
             let digest = RevisionDigest.digest(
                 parent: parent, deleted: document.deleted,
-                canonicalBody: JSON.object(document.body).serializedBytes(sortedKeys: true), attachments: attachments
+                canonicalBody: document.bodyText, attachments: attachments
             )
             revision = RevisionID(generation: generation, digest: digest)
             if tree.contains(revision) { throw StoreError.conflict }
@@ -162,6 +181,29 @@ enum DocumentUpdate {
             try insert.run()
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }
+        return revision
+    }
+
+    /// Inserts a new document without looking it up first; `nil` if the id is
+    /// taken, and the caller goes the usual way (a conflict, or a new revision
+    /// on top of a tombstone).
+    private static func create(_ document: ParsedDocument, in context: inout WriteContext) throws -> RevisionID? {
+        let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
+        let digest = RevisionDigest.digest(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
+        let revision = RevisionID(generation: 1, digest: digest)
+        var tree = RevisionTree()
+        tree.addRevision(revision, parent: nil, deleted: document.deleted, body: document.bodyText, attachments: attachments)
+        let insert = try context.connection.statement(
+            "INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING")
+        insert.bind(Int64(context.lastSequence + 1), at: 1)
+        insert.bind(document.id!, at: 2)
+        insert.bind(revision.description, at: 3)
+        insert.bind(document.deleted ? 1 : 0, at: 4)
+        insert.bind(tree.encoded(), at: 5)
+        try insert.run()
+        guard context.connection.changes > 0 else { return nil }
+        _ = context.nextSequence()
+        if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         return revision
     }
 

@@ -67,13 +67,13 @@ extension Database {
         let deleted = object["_deleted"]?.boolValue ?? false
         for key in object.keys where key.hasPrefix("_") { object[key] = nil }
         let document = ParsedDocument(id: id, revision: revision, history: [], deleted: deleted,
-                                      body: object, bodyText: JSON.object(object).serializedBytes(), attachments: [])
+                                      bodyText: JSON.object(object).serializedBytes(), attachments: [])
         return try await write { context in try LocalDocuments.put(document, in: context.connection) }
     }
 
     /// Deletes a local document; `revision` must be the current one.
     public func deleteLocal(id: String, revision: RevisionID?) async throws(StoreError) {
-        let document = ParsedDocument(id: id, revision: revision, history: [], deleted: true, body: [:], bodyText: [], attachments: [])
+        let document = ParsedDocument(id: id, revision: revision, history: [], deleted: true, bodyText: [], attachments: [])
         _ = try await write { context in try LocalDocuments.put(document, in: context.connection) }
     }
 }

@@ -40,8 +40,8 @@ struct ParsedDocument: Sendable {
     /// `_revisions`, newest first; empty if not given.
     var history: [RevisionID]
     var deleted: Bool
-    var body: JSON.Object
-    /// `body` as stored: compact JSON in the order the fields were given.
+    /// The body's own members as stored: compact JSON in canonical form
+    /// (members sorted by key), the form revision digests are computed over.
     var bodyText: [UInt8]
     var attachments: [(name: String, input: AttachmentInput)]
     var isLocal: Bool { id?.hasPrefix("_local/") ?? false }

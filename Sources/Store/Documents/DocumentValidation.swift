@@ -20,11 +20,27 @@ enum DocumentValidation {
     /// Splits and checks an upload. Inline attachment data is written to files
     /// here, before the write transaction, and pinned there until the write ends.
     static func parse(_ upload: DocumentUpload, id explicitID: String? = nil, store: AttachmentStore) throws(StoreError) -> ParsedDocument {
-        guard case .object(var object) = upload.json else {
+        guard case .object(let object) = upload.json else {
             throw .badRequest("Document must be a JSON object")
         }
+        // One pass: CouchDB's special members aside, the body's own members kept.
+        var special: [(key: String, value: JSON)] = []
+        var members: [(key: String, value: JSON)] = []
+        members.reserveCapacity(object.count)
+        for member in object.members {
+            if member.key.utf8.first == UInt8(ascii: "_") {
+                guard specialFields.contains(member.key) else {
+                    throw StoreError(.badRequest, error: "doc_validation", reason: "Bad special document member: \(member.key)")
+                }
+                special.append(member)
+            } else {
+                members.append(member)
+            }
+        }
+        func specialValue(_ key: String) -> JSON? { special.first { $0.key == key }?.value }
+
         var id: String? = explicitID
-        if let value = object.removeValue(forKey: "_id") {
+        if let value = specialValue("_id") {
             guard case .string(let given) = value else { throw .illegalDocID("Document id must be a string") }
             if let explicitID, explicitID != given {
                 throw .badRequest("Document id must match the id in the URL")
@@ -34,7 +50,7 @@ enum DocumentValidation {
         if let id { try validate(id: id) }
 
         var revision: RevisionID?
-        if let value = object.removeValue(forKey: "_rev") {
+        if let value = specialValue("_rev") {
             guard case .string(let text) = value else { throw .badRequest("Invalid rev format") }
             if id?.hasPrefix("_local/") == true, text.hasPrefix("0-"), let count = Int(text.dropFirst(2)), count >= 0 {
                 revision = RevisionID(generation: 0, digest: String(count))
@@ -46,13 +62,13 @@ enum DocumentValidation {
         }
 
         var deleted = false
-        if let value = object.removeValue(forKey: "_deleted") {
+        if let value = specialValue("_deleted") {
             guard case .bool(let flag) = value else { throw .badRequest("_deleted must be a boolean") }
             deleted = flag
         }
 
         var history: [RevisionID] = []
-        if let value = object.removeValue(forKey: "_revisions") {
+        if let value = specialValue("_revisions") {
             history = try parseRevisions(value)
             guard let revision else { throw .badRequest("_revisions given without _rev") }
             guard history.first == revision else {
@@ -61,22 +77,15 @@ enum DocumentValidation {
         }
 
         var attachments: [(name: String, input: ParsedDocument.AttachmentInput)] = []
-        if let value = object.removeValue(forKey: "_attachments") {
+        if let value = specialValue("_attachments") {
             guard case .object(let entries) = value else { throw .badRequest("_attachments must be an object") }
             for (name, entry) in entries {
                 attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))
             }
         }
-
-        for key in object.keys where key.hasPrefix("_") {
-            if specialFields.contains(key) {
-                object.removeValue(forKey: key)
-            } else {
-                throw StoreError(.badRequest, error: "doc_validation", reason: "Bad special document member: \(key)")
-            }
-        }
-        return ParsedDocument(id: id, revision: revision, history: history, deleted: deleted, body: object,
-                              bodyText: JSON.object(object).serializedBytes(), attachments: attachments)
+        let body = JSON.object(JSON.Object(uniqueMembers: members))
+        return ParsedDocument(id: id, revision: revision, history: history, deleted: deleted,
+                              bodyText: body.serializedBytes(sortedKeys: true), attachments: attachments)
     }
 
     /// Reads `{"start": N, "ids": [...]}` into revision ids, newest first.

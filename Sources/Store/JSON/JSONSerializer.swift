@@ -1,12 +1,12 @@
 extension JSON {
     /// The value as compact UTF-8 JSON text.
     ///
-    /// With `sortedKeys`, object members are written in UTF-8 byte order of
+    /// With `sortedKeys`, object members are written in Swift string order of
     /// their keys: the canonical form that revision digests are computed over,
     /// so every peer derives the same revision id from the same edit.
     public func serializedBytes(sortedKeys: Bool = false) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(128)
+        output.reserveCapacity(512)
         write(to: &output, sortedKeys: sortedKeys)
         return output
     }
@@ -33,9 +33,10 @@ extension JSON {
             output.append(UInt8(ascii: "]"))
         case .object(let object):
             output.append(UInt8(ascii: "{"))
-            let members = sortedKeys
-                ? object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-                : object.members
+            var members = object.members
+            if sortedKeys, !JSON.isSorted(members) {
+                members.sort { JSON.precedes($0.key, $1.key) }
+            }
             for (offset, member) in members.enumerated() {
                 if offset > 0 { output.append(UInt8(ascii: ",")) }
                 JSON.writeString(member.key, to: &output)
@@ -45,6 +46,20 @@ extension JSON {
             output.append(UInt8(ascii: "}"))
         }
     }
+
+    /// Whether keys are sorted already (the common case for canonical bodies).
+    static func isSorted(_ members: [(key: String, value: JSON)]) -> Bool {
+        var previous: String?
+        for member in members {
+            if let previous, !precedes(previous, member.key) { return false }
+            previous = member.key
+        }
+        return true
+    }
+
+    /// Swift's string order: Unicode scalar order of the NFC forms, which is
+    /// byte order for ASCII and the same on every platform.
+    static func precedes(_ a: String, _ b: String) -> Bool { a < b }
 
     /// Appends `value` as a JSON number: integers without a fraction, others in
     /// the shortest form that reads back to the same double.
@@ -61,6 +76,15 @@ extension JSON {
     /// Appends `value` as a quoted JSON string.
     public static func writeString(_ value: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true {
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])

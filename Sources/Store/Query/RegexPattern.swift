@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A `$regex` pattern, compiled once and searched (unanchored, like PCRE's
 /// `re:run` in CouchDB) in many strings.
 ///
@@ -10,19 +12,17 @@
 /// quantify a group which itself holds an unbounded quantifier (`(a+)+`,
 /// `(\w*)*`, `(a|b+)*`), the classic catastrophic ones, are refused as bad
 /// arguments instead of being allowed to spin a thread indefinitely.
-final class RegexPattern: @unchecked Sendable {
+final class RegexPattern: Sendable {
     /// The pattern as written.
     let pattern: String
-    // `Regex` is not declared Sendable, but one built from a pattern string
-    // holds no closures, and its program is compiled eagerly in `init` (by the
-    // first search), so concurrent searches afterwards only read it.
-    private let regex: Regex<AnyRegexOutput>
+    // `Regex` is not Sendable; searches take turns on the one compiled program.
+    private let regex: Mutex<Regex<AnyRegexOutput>>
 
     init(_ pattern: String) throws(StoreError) {
         let invalid = StoreError(.badRequest, error: "bad_arg", reason: "Bad argument for operator $regex: \(JSON.string(pattern).serialized())")
         guard !Self.backtracksCatastrophically(pattern) else { throw invalid }
         do {
-            regex = try Regex(pattern).matchingSemantics(.unicodeScalar)
+            regex = Mutex(try Regex(pattern).matchingSemantics(.unicodeScalar))
         } catch {
             throw invalid
         }
@@ -32,7 +32,7 @@ final class RegexPattern: @unchecked Sendable {
 
     /// Whether the pattern occurs anywhere in `string`.
     func matches(_ string: String) -> Bool {
-        (try? regex.firstMatch(in: string)) != nil
+        regex.withLock { (try? $0.firstMatch(in: string)) != nil }
     }
 
     /// Whether a quantified group holds an unbounded quantifier (nested

@@ -122,6 +122,7 @@ public enum UserStoreError: Error, CustomStringConvertible {
     /// The users file could not be written.
     case io(String, Int32)
 
+    /// What is wrong, for people.
     public var description: String {
         switch self {
         case .invalidName(let name): "invalid user name \"\(name)\": it must be non-empty, without ':' or control characters"

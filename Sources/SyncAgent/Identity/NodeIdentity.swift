@@ -145,5 +145,6 @@ public struct IdentityError: Error, CustomStringConvertible {
     /// The system error number.
     public let errno: Int32
 
+    /// What failed, for people.
     public var description: String { "cannot write \(path): \(String(cString: strerror(errno)))" }
 }

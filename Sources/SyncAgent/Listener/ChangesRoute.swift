@@ -17,8 +17,9 @@ extension CouchResponder {
         case .normal:
             return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
         case .longpoll:
-            let page = try db.changes(request.options)
-            if !page.changes.isEmpty || request.options.descending {
+            var probe = request.options
+            probe.limit = 1
+            if request.options.descending || !(try db.changes(probe).changes.isEmpty) {
                 return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
             return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in

@@ -26,8 +26,14 @@ struct CouchResponder: HTTPResponder {
             response = Self.error(error)
         } catch let error as StoreError {
             response = Self.error(CouchError(error))
+        } catch MultipartError.tooLarge {
+            response = Self.error(.tooLarge)
+        } catch let error as MultipartError {
+            response = Self.error(.badRequest("\(error)"))
         } catch let error as HTTPError where error.status == .contentTooLarge {
             response = Self.error(.tooLarge)
+        } catch let error as HTTPError {
+            response = Self.error(CouchError(error.status, "bad_request", error.body ?? error.status.reasonPhrase))
         } catch {
             listener.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
             response = Self.error(CouchError(.internalServerError, "unknown_error", "\(type(of: error))"))

@@ -70,11 +70,14 @@ public final class Listener: Sendable {
     /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
         let responder = CouchResponder(listener: self)
+        // Connections that send and receive nothing for this long are closed, so a
+        // vanished client holds nothing (feeds send heartbeats or end sooner).
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))
         let server: HTTPServerBuilder
         if configuration.tls {
-            server = try .tls(.http1(), tlsConfiguration: try identity.serverTLSConfiguration())
+            server = try .tls(http1, tlsConfiguration: try identity.serverTLSConfiguration())
         } else {
-            server = .http1()
+            server = http1
         }
         let scheme = configuration.tls ? "https" : "http"
         let host = configuration.host

@@ -1,0 +1,55 @@
+import Foundation
+import Store
+import Testing
+
+/// `syncd replicate` as a user runs it: local names and URLs, filters, exit statuses.
+@Suite struct ReplicateCommandTests {
+    @Test func replicatesLocalDatabasesAndURLsWithFilters() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli")
+        defer { directory.remove() }
+        do {
+            let catalog = try Catalog(directory: directory.path)
+            let source = try catalog.create("src")
+            for n in 0..<12 { try await source.put(["_id": .string("c\(n)"), "even": .bool(n % 2 == 0)]) }
+            catalog.close()
+        }
+        let data = ["--data", directory.path]
+        let (status, output) = await (try ReplicateProcess(["replicate", "src", "copy"] + data)).finish()
+        #expect(status == 0)
+        #expect(output.split(separator: "\n").last == "stopped: 12/12 changes, read 12, written 12")
+
+        let (filtered, _) = await (try ReplicateProcess(["replicate", "src", "evens", "--selector", #"{"even":true}"#] + data)).finish()
+        #expect(filtered == 0)
+        let (picked, _) = await (try ReplicateProcess(["replicate", "src", "picked", "--doc-ids", "c1", "c2"] + data)).finish()
+        #expect(picked == 0)
+
+        let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
+        let (pushed, pushOutput) = await (try ReplicateProcess(["replicate", "copy", server.url + "/remote-copy", "--create-target"] + data)).finish()
+        #expect(pushed == 0, "\(pushOutput)")
+        let info = try await HTTP.json(.GET, server.url + "/remote-copy").json
+        let evens = try await HTTP.json(.GET, server.url + "/evens").json
+        let pickedInfo = try await HTTP.json(.GET, server.url + "/picked").json
+        await server.stop()
+        #expect(info["doc_count"] == 12)
+        #expect(evens["doc_count"] == 6)
+        #expect(pickedInfo["doc_count"] == 2)
+    }
+
+    @Test func failuresExitNonZeroWithAClearMessage() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli-errors")
+        defer { directory.remove() }
+        let data = ["--data", directory.path]
+        let missing = try ReplicateProcess(["replicate", "nothing-here", "target"] + data, captureErrors: true)
+        let (status, _) = await missing.finish()
+        #expect(status == 1)
+        #expect(missing.errors.contains("the source database 'nothing-here' does not exist"))
+
+        let refused = try ReplicateProcess(["replicate", "http://user:hunter2@127.0.0.1:1/db", "target"] + data, captureErrors: true)
+        let (refusedStatus, refusedOutput) = await refused.finish()
+        #expect(refusedStatus != 0)
+        #expect(!(refused.errors + refusedOutput).contains("hunter2"))
+
+        let (badSelector, _) = await (try ReplicateProcess(["replicate", "a", "b", "--selector", "[1"] + data)).finish()
+        #expect(badSelector != 0)
+    }
+}
