@@ -29,10 +29,14 @@ let package = Package(
         .systemLibrary(name: "CAvahi", path: "Sources/CAvahi"),
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
 
+        // The lock every module's shared state is guarded by (see Locked.swift).
+        .target(name: "Locking"),
+
         .target(
             name: "Store",
             dependencies: [
                 "CSQLite",
+                "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -41,6 +45,7 @@ let package = Package(
             name: "Discovery",
             dependencies: [
                 "CAvahi",
+                "Locking",
                 "CQREncode",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -48,6 +53,7 @@ let package = Package(
         .target(
             name: "SyncAgent",
             dependencies: [
+                "Locking",
                 "Store",
                 "Discovery",
                 .product(name: "Hummingbird", package: "hummingbird"),

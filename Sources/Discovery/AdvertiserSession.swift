@@ -1,3 +1,4 @@
+import Locking
 import CAvahi
 import Logging
 import Synchronization
@@ -10,7 +11,7 @@ final class AdvertiserSession: AvahiSession, @unchecked Sendable {
     /// The name in use: the wanted name, or an alternative after a collision.
     private(set) var currentName: String { didSet { mirror() } }
     /// A copy of `advertisement` and `currentName` that readers take without the poll lock.
-    let snapshot: Mutex<(advertisement: Advertisement, name: String)>
+    let snapshot: Locked<(advertisement: Advertisement, name: String)>
     private var wanted = false
     private var group: OpaquePointer?
     let events = Broadcast<AdvertiserEvent>()
@@ -18,7 +19,7 @@ final class AdvertiserSession: AvahiSession, @unchecked Sendable {
     init(_ advertisement: Advertisement, logger: Logger) throws(DiscoveryError) {
         self.advertisement = advertisement
         self.currentName = advertisement.name
-        self.snapshot = Mutex((advertisement, advertisement.name))
+        self.snapshot = Locked((advertisement, advertisement.name))
         try super.init(logger: logger)
     }
 

@@ -1,3 +1,4 @@
+import Locking
 import CAvahi
 import Glibc
 import Logging
@@ -22,7 +23,7 @@ class AvahiSession: @unchecked Sendable {
     private(set) var status = DiscoveryStatus.unavailable(.init(reason: .noDaemon, message: "not connected yet"))
     private let statusBroadcast = Broadcast<DiscoveryStatus>()
     /// False once `close()` began; public operations check it before taking the poll lock.
-    private let isOpen = Mutex(true)
+    private let isOpen = Locked(true)
 
     init(logger: Logger) throws(DiscoveryError) {
         guard let poll = avahi_threaded_poll_new() else { throw .pollCreationFailed }

@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// Hands every element to each current subscriber's AsyncStream.
@@ -11,7 +12,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         var finished = false
     }
 
-    private let subscribers = Mutex(Subscribers())
+    private let subscribers = Locked(Subscribers())
 
     /// A new stream that first yields `initial`, then every later element.
     func subscribe(replaying initial: [Element] = []) -> AsyncStream<Element> {

@@ -1,5 +1,5 @@
+import Locking
 import Foundation
-import Synchronization
 
 /// The databases in one data directory, each opened once and shared.
 ///
@@ -9,7 +9,7 @@ public final class Catalog: Sendable {
     /// The data directory.
     public let directory: String
     private let options: Database.Options
-    private let open = Mutex<[String: Database]>([:])
+    private let open = Locked<[String: Database]>([:])
 
     /// A catalog over `directory`, created if missing.
     public init(directory: String, options: Database.Options = Database.Options()) throws(StoreError) {

@@ -29,6 +29,11 @@ final class ListenerDocumentTests: XCTestCase {
         XCTAssertEqual(read.json["_rev"]?.stringValue, rev1)
         XCTAssertEqual(read.json["title"], "first")
         XCTAssertEqual(read.header("ETag"), "\"\(rev1)\"")
+        let head = try await HTTP.request(.HEAD, db + "/note")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.header("ETag"), "\"\(rev1)\"")
+        XCTAssertTrue(head.body.isEmpty)
+        try await assertEqual(try await HTTP.request(.HEAD, db + "/nothing").status, 404)
         let notModified = try await HTTP.request(.GET, db + "/note", headers: [("If-None-Match", "\"\(rev1)\"")])
         XCTAssertEqual(notModified.status, 304)
 

@@ -1,6 +1,6 @@
+import Locking
 import Crypto
 import Foundation
-import Synchronization
 
 /// Attachment content written to its file and ready to be referenced by a
 /// revision. Identical content is stored once.
@@ -21,7 +21,7 @@ public struct StagedAttachment: Sendable, Hashable {
 /// compaction does not take them.
 final class AttachmentStore: Sendable {
     let folder: String
-    private let pins = Mutex<[String: Int]>([:])
+    private let pins = Locked<[String: Int]>([:])
 
     init(folder: String) throws(StoreError) {
         self.folder = folder

@@ -1,6 +1,6 @@
+import Locking
 import CSQLite
 import Foundation
-import Synchronization
 
 /// One document database: a SQLite file in WAL mode and a folder of
 /// attachment files beside it.
@@ -44,7 +44,7 @@ public final class Database: Sendable {
     let readers: Readers
     let notifier: Notifier
     let attachments: AttachmentStore
-    private let expirySweeper = Mutex<Task<Void, Never>?>(nil)
+    private let expirySweeper = Locked<Task<Void, Never>?>(nil)
 
     /// Opens the database file at `path`, creating it (and its attachment folder) if needed.
     public static func open(path: String, name: String? = nil, options: Options = Options()) throws(StoreError) -> Database {

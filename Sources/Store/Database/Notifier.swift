@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Tells every subscriber the last committed sequence after each commit.
 final class Notifier: Sendable {
@@ -8,7 +8,7 @@ final class Notifier: Sendable {
         var finished = false
     }
 
-    private let subscribers = Mutex(Subscribers())
+    private let subscribers = Locked(Subscribers())
 
     /// A stream of committed sequences; only the newest is kept for a slow consumer.
     func stream() -> AsyncStream<UInt64> {

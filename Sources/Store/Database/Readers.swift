@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// Read-only connections, each used by one reader at a time.
@@ -5,27 +6,23 @@ import Synchronization
 /// In WAL mode a reader sees the last commit made before its transaction
 /// began and never waits for the writer, nor the writer for it.
 final class Readers: Sendable {
-    /// One connection, opened on first use.
-    private final class Slot: Sendable {
-        let connection = Mutex<Connection?>(nil)
-    }
-
-    private let connections: [Slot]
+    /// Connections, each opened on first use.
+    private let connections: [Locked<Connection?>]
     private let path: String
     private let next = Atomic<Int>(0)
 
     init(path: String, count: Int) {
         self.path = path
-        self.connections = (0..<count).map { _ in Slot() }
+        self.connections = (0..<count).map { _ in Locked(nil) }
     }
 
     /// Runs `work` in a read transaction: every statement in it sees the same snapshot.
     func read<T: Sendable>(_ work: @Sendable (Connection) throws -> T) throws -> T {
         for slot in connections {
-            if let result = try slot.connection.withLockIfAvailable({ try run(work, on: &$0) }) { return result }
+            if let result = try slot.withLockIfAvailable({ try run(work, on: &$0) }) { return result }
         }
         let start = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        return try connections[start % connections.count].connection.withLock { try run(work, on: &$0) }
+        return try connections[start % connections.count].withLock { try run(work, on: &$0) }
     }
 
     private func run<T: Sendable>(_ work: @Sendable (Connection) throws -> T, on slot: inout Connection?) throws -> T {
@@ -51,13 +48,13 @@ final class Readers: Sendable {
     func pause(_ body: () -> Void) {
         func hold(_ index: Int) {
             guard index < connections.count else { return body() }
-            connections[index].connection.withLock { _ in hold(index + 1) }
+            connections[index].withLock { _ in hold(index + 1) }
         }
         hold(0)
     }
 
     /// Closes every idle connection.
     func close() {
-        for slot in connections { slot.connection.withLock { $0 = nil } }
+        for slot in connections { slot.withLock { $0 = nil } }
     }
 }

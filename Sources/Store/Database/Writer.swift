@@ -1,3 +1,4 @@
+import Locking
 import CSQLite
 import Dispatch
 import Glibc
@@ -40,8 +41,8 @@ final class Writer: Sendable {
     /// The most jobs in one transaction; a bound on commit latency.
     static let maximumBatch = 512
 
-    private let connection: Mutex<WriteContext>
-    private let queue = Mutex(Queue())
+    private let connection: Locked<WriteContext>
+    private let queue = Locked(Queue())
     private let thread = DispatchQueue(label: "syncd.store.writer", qos: .userInitiated)
     private let committed: @Sendable (UInt64) -> Void
     /// Transactions committed so far: fewer than jobs when commits were grouped.
@@ -56,7 +57,7 @@ final class Writer: Sendable {
 
     init(context: consuming sending WriteContext, logPath: String,
          committed: @escaping @Sendable (UInt64) -> Void, logGrew: @escaping @Sendable (Connection) -> Void) {
-        self.connection = Mutex(context)
+        self.connection = Locked(context)
         self.logPath = logPath
         self.committed = committed
         self.logGrew = logGrew

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A `$regex` pattern, compiled once and searched (unanchored, like PCRE's
 /// `re:run` in CouchDB) in many strings.
@@ -16,13 +16,13 @@ final class RegexPattern: Sendable {
     /// The pattern as written.
     let pattern: String
     // `Regex` is not Sendable; searches take turns on the one compiled program.
-    private let regex: Mutex<Regex<AnyRegexOutput>>
+    private let regex: Locked<Regex<AnyRegexOutput>>
 
     init(_ pattern: String) throws(StoreError) {
         let invalid = StoreError(.badRequest, error: "bad_arg", reason: "Bad argument for operator $regex: \(JSON.string(pattern).serialized())")
         guard !Self.backtracksCatastrophically(pattern) else { throw invalid }
         do {
-            regex = Mutex(try Regex(pattern).matchingSemantics(.unicodeScalar))
+            regex = Locked(try Regex(pattern).matchingSemantics(.unicodeScalar))
         } catch {
             throw invalid
         }

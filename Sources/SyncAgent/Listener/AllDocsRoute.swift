@@ -26,27 +26,58 @@ extension CouchResponder {
             let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
             if let keys = body["keys"] { options.keys = try Self.keys(keys) }
         }
-        let page = try db.allDocs(options)
-        var output: [UInt8] = Array(#"{"total_rows":\#(page.totalRows),"offset":\#(options.keys == nil ? page.offset : 0),"#.utf8)
-        if try query.bool("update_seq") { output += Array(#""update_seq":\#(page.updateSequence),"#.utf8) }
-        output += Array(#""rows":["#.utf8)
-        for (index, row) in page.rows.enumerated() {
-            output += index == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A]
-            var entry: JSON.Object
-            if let revision = row.revision {
-                var value: JSON.Object = ["rev": .string(revision.description)]
-                if row.deleted { value["deleted"] = true }
-                entry = ["id": .string(row.id), "key": .string(row.id), "value": .object(value)]
-                if options.includeDocuments {
-                    entry["doc"] = row.document.map { $0.json(conflicts ? [.conflicts] : []) } ?? .null
+        // Without keys the rows are read in pages, each continuing after the
+        // last id of the one before, so memory stays bounded.
+        let pageSize = Self.changesPageSize
+        let userLimit = options.limit
+        var first = options
+        if options.keys == nil { first.limit = min(options.limit ?? Int.max, pageSize) }
+        let firstPage = try db.allDocs(first)
+        var header = #"{"total_rows":\#(firstPage.totalRows),"offset":\#(options.keys == nil ? firstPage.offset : 0),"#
+        if try query.bool("update_seq") { header += #""update_seq":\#(firstPage.updateSequence),"# }
+        header += #""rows":["#
+        return Self.streamingJSON { [header, first] writer in
+            var output = Array(header.utf8)
+            var page = firstPage
+            var options = first
+            var remaining = options.keys == nil ? userLimit.map { $0 - firstPage.rows.count } : nil
+            var count = 0
+            while true {
+                for row in page.rows {
+                    output += count == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A]
+                    count += 1
+                    Self.writeRow(row, includeDocuments: options.includeDocuments, conflicts: conflicts, to: &output)
                 }
-            } else {
-                entry = ["key": .string(row.id), "error": "not_found"]
+                if output.count >= 64 << 10 {
+                    try await writer.write(ByteBuffer(bytes: output))
+                    output.removeAll(keepingCapacity: true)
+                }
+                guard options.keys == nil, page.rows.count == options.limit, remaining.map({ $0 > 0 }) ?? true,
+                      let last = page.rows.last else { break }
+                options.startKey = last.id
+                options.skip = 1
+                options.limit = min(pageSize, remaining ?? pageSize)
+                page = try db.allDocs(options)
+                remaining = remaining.map { $0 - page.rows.count }
             }
-            JSON.object(entry).write(to: &output)
+            output += Array("\n]}\n".utf8)
+            try await writer.write(ByteBuffer(bytes: output))
         }
-        output += Array("\n]}\n".utf8)
-        return Self.bytesResponse(output)
+    }
+
+    private static func writeRow(_ row: AllDocsRow, includeDocuments: Bool, conflicts: Bool, to output: inout [UInt8]) {
+        var entry: JSON.Object
+        if let revision = row.revision {
+            var value: JSON.Object = ["rev": .string(revision.description)]
+            if row.deleted { value["deleted"] = true }
+            entry = ["id": .string(row.id), "key": .string(row.id), "value": .object(value)]
+            if includeDocuments {
+                entry["doc"] = row.document.map { $0.json(conflicts ? [.conflicts] : []) } ?? .null
+            }
+        } else {
+            entry = ["key": .string(row.id), "error": "not_found"]
+        }
+        JSON.object(entry).write(to: &output)
     }
 
     private static func keys(_ value: JSON) throws(CouchError) -> [String] {

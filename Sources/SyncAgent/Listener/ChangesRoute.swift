@@ -19,7 +19,8 @@ extension CouchResponder {
         case .longpoll:
             var probe = request.options
             probe.limit = 1
-            if request.options.descending || !(try db.changes(probe).changes.isEmpty) {
+            let waiting = try db.changes(probe).changes.isEmpty
+            if request.options.descending || !waiting {
                 return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
             return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in
