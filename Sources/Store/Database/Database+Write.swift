@@ -9,9 +9,9 @@ extension Database {
     /// existing revision with its ancestry (`_revisions`), merged into the tree as
     /// replication requires; an already-known revision is accepted unchanged.
     public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
-        let documents = await validate(uploads, newEdits: newEdits)
+        let validated = await validate(uploads, newEdits: newEdits)
         defer {
-            for case .success(let document) in documents {
+            for case .success(let document) in validated.map(\.parsed) {
                 for key in document.stagedKeys { attachments.unpin(key) }
             }
             for upload in uploads {
@@ -19,41 +19,50 @@ extension Database {
             }
         }
         return try await write { context in
-            documents.enumerated().map { offset, parsed in
-                switch parsed {
-                case .failure(let error):
-                    return WriteResult(id: uploads[offset].json["_id"]?.stringValue ?? "", result: .failure(error))
-                case .success(let document):
-                    let id = document.id!
-                    do {
-                        let revision = document.isLocal
-                            ? try LocalDocuments.put(document, in: context.connection)
-                            : try DocumentUpdate.apply(document, newEdits: newEdits, in: &context)
-                        return WriteResult(id: id, result: .success(revision))
-                    } catch let error as StoreError {
-                        return WriteResult(id: id, result: .failure(error))
-                    } catch {
-                        return WriteResult(id: id, result: .failure(.internal("\(error)")))
-                    }
-                }
+            validated.map { id, parsed in
+                WriteResult(id: id, result: parsed.flatMap { document in
+                    Result { () throws(StoreError) in try Self.apply(document, newEdits: newEdits, in: &context) }
+                })
             }
         }
     }
 
-    /// Checks and encodes uploads before the write transaction; a large batch
-    /// is split across the cores, so the writer's thread does only the tree and SQL work.
-    private func validate(_ uploads: [DocumentUpload], newEdits: Bool) async -> [Result<ParsedDocument, StoreError>] {
-        let parts = uploads.count >= 256 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
-        guard parts > 1 else { return uploads.map { validate($0, newEdits: newEdits) } }
+    /// Checks uploads and prepares their rows (canonical bodies, digests) before
+    /// the write transaction, a large batch split across the cores, so the
+    /// writer's thread spends its time on SQL alone.
+    private func validate(_ uploads: [DocumentUpload], newEdits: Bool) async
+        -> [(id: String, parsed: Result<ParsedDocument, StoreError>)]
+    {
+        func check(_ slice: ArraySlice<DocumentUpload>) -> [(id: String, parsed: Result<ParsedDocument, StoreError>)] {
+            slice.map { upload in
+                let parsed = validate(upload, newEdits: newEdits)
+                return ((try? parsed.get().id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
+            }
+        }
+        let parts = uploads.count >= 256 ? ProcessInfo.processInfo.activeProcessorCount : 1
+        guard parts > 1 else { return check(uploads[...]) }
         let size = (uploads.count + parts - 1) / parts
-        return await withTaskGroup(of: (Int, [Result<ParsedDocument, StoreError>]).self) { group in
+        return await withTaskGroup(of: (Int, [(id: String, parsed: Result<ParsedDocument, StoreError>)]).self) { group in
             for start in stride(from: 0, to: uploads.count, by: size) {
                 let slice = uploads[start..<min(start + size, uploads.count)]
-                group.addTask { (start, slice.map { self.validate($0, newEdits: newEdits) }) }
+                group.addTask { (start, check(slice)) }
             }
-            var results = [Result<ParsedDocument, StoreError>](repeating: .failure(.internal("not validated")), count: uploads.count)
-            for await (start, part) in group { results.replaceSubrange(start..<start + part.count, with: part) }
-            return results
+            var parts: [Int: [(id: String, parsed: Result<ParsedDocument, StoreError>)]] = [:]
+            for await (start, part) in group { parts[start] = part }
+            return parts.keys.sorted().flatMap { parts[$0]! }
+        }
+    }
+
+    /// Applies one validated document inside the writer's transaction.
+    private static func apply(_ document: ParsedDocument, newEdits: Bool, in context: inout WriteContext) throws(StoreError) -> RevisionID {
+        do {
+            return document.isLocal
+                ? try LocalDocuments.put(document, in: context.connection)
+                : try DocumentUpdate.apply(document, newEdits: newEdits, in: &context)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .internal("\(error)")
         }
     }
 
@@ -69,6 +78,11 @@ extension Database {
             }
             if document.bodyText.count > options.maximumDocumentSize {
                 throw .tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
+            }
+            if newEdits, document.revision == nil, !document.isLocal,
+               !document.attachments.contains(where: { if case .stub = $0.input { true } else { false } })
+            {
+                document.creation = try? DocumentUpdate.Creation(document)
             }
             return .success(document)
         } catch {
@@ -188,23 +202,38 @@ enum DocumentUpdate {
     /// taken, and the caller goes the usual way (a conflict, or a new revision
     /// on top of a tombstone).
     private static func create(_ document: ParsedDocument, in context: inout WriteContext) throws -> RevisionID? {
-        let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
-        let digest = RevisionDigest.digest(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
-        let revision = RevisionID(generation: 1, digest: digest)
-        var tree = RevisionTree()
-        tree.addRevision(revision, parent: nil, deleted: document.deleted, body: document.bodyText, attachments: attachments)
+        guard let creation = try document.creation ?? Creation(document) else { return nil }
         let insert = try context.connection.statement(
             "INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING")
         insert.bind(Int64(context.lastSequence + 1), at: 1)
         insert.bind(document.id!, at: 2)
-        insert.bind(revision.description, at: 3)
+        insert.bind(creation.winner, at: 3)
         insert.bind(document.deleted ? 1 : 0, at: 4)
-        insert.bind(tree.encoded(), at: 5)
+        insert.bind(creation.tree, at: 5)
         try insert.run()
         guard context.connection.changes > 0 else { return nil }
         _ = context.nextSequence()
         if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
-        return revision
+        return creation.revision
+    }
+
+    /// A new document's first revision and its encoded one-node tree, made
+    /// while validating (on any core) so the writer only inserts the row.
+    struct Creation: Sendable {
+        let revision: RevisionID
+        let winner: String
+        let tree: [UInt8]
+
+        /// `nil` when the document keeps attachment stubs, which need an existing parent.
+        init?(_ document: ParsedDocument) throws {
+            let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
+            let digest = RevisionDigest.digest(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
+            revision = RevisionID(generation: 1, digest: digest)
+            winner = revision.description
+            var tree = RevisionTree()
+            tree.addRevision(revision, parent: nil, deleted: document.deleted, body: document.bodyText, attachments: attachments)
+            self.tree = tree.encoded()
+        }
     }
 
     /// Turns attachment inputs into attachment records: stubs are looked up in

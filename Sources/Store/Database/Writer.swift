@@ -29,7 +29,7 @@ struct WriteContext {
 final class Writer: Sendable {
     private struct Job: Sendable {
         let work: @Sendable (inout WriteContext) throws -> any Sendable
-        let continuation: CheckedContinuation<any Sendable, any Error>
+        let complete: @Sendable (Result<any Sendable, any Error>) -> Void
     }
 
     private struct Queue: ~Copyable {
@@ -66,7 +66,7 @@ final class Writer: Sendable {
     /// Runs `work` in the next group commit and returns its result once committed.
     func write<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) async throws -> T {
         let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
-            let job = Job(work: { context in try work(&context) }, continuation: continuation)
+            let job = Job(work: { context in try work(&context) }, complete: { continuation.resume(with: $0) })
             let start = queue.withLock { queue -> Bool? in
                 if queue.closed { return nil }
                 queue.jobs.append(job)
@@ -109,7 +109,7 @@ final class Writer: Sendable {
             }
             if batch.isEmpty { return }
             let (results, sequence) = connection.withLock { context in run(batch, in: &context) }
-            for (job, result) in zip(batch, results) { job.continuation.resume(with: result) }
+            for (job, result) in zip(batch, results) { job.complete(result) }
             if let sequence { committed(sequence) }
             if transactions.load(ordering: .relaxed) % 32 == 0 { checkLog() }
         }

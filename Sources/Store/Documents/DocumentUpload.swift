@@ -44,6 +44,8 @@ struct ParsedDocument: Sendable {
     /// (members sorted by key), the form revision digests are computed over.
     var bodyText: [UInt8]
     var attachments: [(name: String, input: AttachmentInput)]
+    /// The first revision, prepared in advance for a document that is probably new.
+    var creation: DocumentUpdate.Creation?
     var isLocal: Bool { id?.hasPrefix("_local/") ?? false }
 
     /// The staged files this document holds pinned.
