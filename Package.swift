@@ -74,6 +74,7 @@ let package = Package(
         .executableTarget(
             name: "syncd",
             dependencies: [
+                "Locking",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Store
 import SyncAgent
 
@@ -18,7 +19,7 @@ func runReplicationBenchmarks(arguments: [String]) async throws {
     case "rss": try await replicationMemory(arguments: arguments)
     default:
         print("""
-            usage: syncd-bench replication throughput [--docs 100000] [--batch-size 500]
+            usage: syncd-bench replication throughput [--docs 100000] [--batch-size 500] [--parallel-fetches 1]
                    syncd-bench replication latency [--samples 300]
                    syncd-bench replication rss [--docs 1000000] [--batch-size 500]
             """)
@@ -30,9 +31,10 @@ func runReplicationBenchmarks(arguments: [String]) async throws {
 private func replicationThroughput(arguments: [String]) async throws {
     let count = option("docs", in: arguments, default: 100_000)
     let batchSize = option("batch-size", in: arguments, default: 500)
+    let parallelFetches = option("parallel-fetches", in: arguments, default: 1)
     let folder = temporaryDirectory("replication")
     defer { try? FileManager.default.removeItem(atPath: folder) }
-    print("replication throughput: \(count) documents of ~\(smallDocument(0).utf8.count) bytes, batches of \(batchSize)")
+    print("replication throughput: \(count) documents of ~\(smallDocument(0).utf8.count) bytes, batches of \(batchSize), \(parallelFetches) parallel fetches")
 
     // The store's bulk load of the documents (also the source's data).
     let loadRate = try await bulkLoad(count: count, into: folder + "/a", name: "source")
@@ -45,8 +47,11 @@ private func replicationThroughput(arguments: [String]) async throws {
     let remote = try RemoteEndpoint(url: server.url + "/source")
     var configuration = ReplicationConfiguration(source: remote, target: LocalEndpoint(target))
     configuration.batchSize = batchSize
+    configuration.parallelFetches = parallelFetches
     let start = now()
-    let status = await Replicator(configuration).run()
+    var logger = Logger(label: "bench.replicator")
+    logger.logLevel = .warning
+    let status = await Replicator(configuration, logger: logger).run()
     let seconds = now() - start
     await remote.shutdown()
     guard status.lastError == nil, try target.info().docCount == count else {

@@ -6,11 +6,16 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "store":
     try await runStoreBenchmarks(arguments: Array(arguments.dropFirst()))
+case "replication":
+    try await runReplicationBenchmarks(arguments: Array(arguments.dropFirst()))
 case "discovery":
     try await runDiscoveryBenchmark()
 default:
     print("""
         usage: syncd-bench store [--docs N]     bulk load vs plain SQLite, concurrent writes and read latency, changes feed
+               syncd-bench replication throughput [--docs N] [--batch-size N]   one-shot pull between two syncd, and the store's bulk load
+               syncd-bench replication latency [--samples N]   write on A until readable through B's HTTP API, continuous replication
+               syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
         """)
     exit(arguments.isEmpty ? 0 : 2)

@@ -1,5 +1,5 @@
-import Locking
 import CAvahi
+import Locking
 import Logging
 import Synchronization
 

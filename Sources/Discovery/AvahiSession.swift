@@ -1,6 +1,6 @@
-import Locking
 import CAvahi
 import Glibc
+import Locking
 import Logging
 import Synchronization
 

@@ -1,5 +1,5 @@
-import Locking
 import Foundation
+import Locking
 
 /// The databases in one data directory, each opened once and shared.
 ///

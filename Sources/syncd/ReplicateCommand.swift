@@ -1,10 +1,10 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import Store
 import SyncAgent
-import Synchronization
 
 /// Replicates one database to another: local databases by name, remote ones by URL.
 struct ReplicateCommand: AsyncParsableCommand {
@@ -113,7 +113,7 @@ struct ReplicateCommand: AsyncParsableCommand {
             group.addTask { await replicator.run() }
             group.addTask {
                 await Self.terminationSignal()
-                await replicator.stop()
+                if !Task.isCancelled { await replicator.stop() }
                 return nil
             }
             var final: ReplicationStatus?
@@ -166,8 +166,8 @@ struct ReplicateCommand: AsyncParsableCommand {
 /// (at most one a second, and every change of state) otherwise.
 final class ProgressPrinter: Sendable {
     private let live: Bool
-    private let last = Mutex<(time: ContinuousClock.Instant, activity: ReplicationActivity)?>(nil)
-    private let lastLine = Mutex<String?>(nil)
+    private let last = Locked<(time: ContinuousClock.Instant, activity: ReplicationActivity)?>(nil)
+    private let lastLine = Locked<String?>(nil)
 
     init(live: Bool) { self.live = live }
 
@@ -203,5 +203,3 @@ final class ProgressPrinter: Sendable {
         return line
     }
 }
-
-

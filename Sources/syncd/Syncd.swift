@@ -8,12 +8,12 @@ struct Syncd: AsyncParsableCommand {
         abstract: "Peer-to-peer JSON document sync agent.",
         subcommands: [
             InfoCommand.self,
-            AdvertiseCommand.self,
-            BrowseCommand.self,
-            QRCommand.self,
             ServeCommand.self,
-            UserCommand.self,
             ReplicateCommand.self,
+            UserCommand.self,
+            BrowseCommand.self,
+            AdvertiseCommand.self,
+            QRCommand.self,
         ],
         defaultSubcommand: InfoCommand.self
     )

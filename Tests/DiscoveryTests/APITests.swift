@@ -102,8 +102,10 @@ extension MultiHostTests {
                 _ = browser.events()
             }
             let after = counts()
-            #expect(after.threads <= before.threads + 2, "threads \(before.threads) -> \(after.threads)")
-            #expect(after.descriptors <= before.descriptors + 2, "descriptors \(before.descriptors) -> \(after.descriptors)")
+            // A leak would add a poll thread and a bus socket per round (40 or more);
+            // the slack is for tests running in parallel in this process.
+            #expect(after.threads <= before.threads + 8, "threads \(before.threads) -> \(after.threads)")
+            #expect(after.descriptors <= before.descriptors + 8, "descriptors \(before.descriptors) -> \(after.descriptors)")
         }
     }
 }

@@ -37,3 +37,13 @@ final class JSONTests: XCTestCase {
         XCTAssertEqual(try JSON(parsing: #"{"a":1,"a":2}"#), ["a": 2])
     }
 }
+
+extension JSONTests {
+    func testLargeObjectsKeepOrderAndLastDuplicate() throws {
+        let members = (0..<2000).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let value = try JSON(parsing: "{" + members + #","k5":"again"}"#)
+        XCTAssertEqual(value.objectValue?.count, 2000)
+        XCTAssertEqual(value["k5"], "again")
+        XCTAssertEqual(value.objectValue?.keys.prefix(3), ["k0", "k1", "k2"])
+    }
+}

@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func remoteCheckpointConflictRetriesOverHTTP() async throws {
-        try await withListeners { a, _ in
+        try await withTwoListeners { a, _ in
             _ = try a.catalog.create("cp")
             let remote = try RemoteEndpoint(url: a.url + "/cp")
             let pair = try LocalPair()

@@ -96,9 +96,9 @@ import Testing
     }
 
     @Test func fetchesWithOpenRevsWhereBulkGetIsMissing() async throws {
-        try await withListeners { a, _ in
+        try await withTwoListeners { a, _ in
             let source = try a.catalog.create("old")
-            let content = Replication.randomBytes(70_000)
+            let content = ReplicationTesting.randomBytes(70_000)
             try await source.put(["_id": "att", "_attachments": .object([
                 "f": .object(["content_type": "application/octet-stream", "data": .string(Data(content).base64EncodedString())]),
             ])])
@@ -116,7 +116,7 @@ import Testing
     }
 
     @Test func couchErrorsBecomeTypedErrors() async throws {
-        try await withListeners { a, _ in
+        try await withTwoListeners { a, _ in
             let missing = try RemoteEndpoint(url: a.url + "/no-such-db")
             do throws(EndpointError) {
                 try await missing.prepare(createIfMissing: false)

@@ -125,11 +125,12 @@ final class ListenerBulkTests: XCTestCase {
         let db = try await database(server)
         let ids = (0..<2500).map { String(format: "id%05d", $0) }
         _ = try await HTTP.json(.POST, db + "/_bulk_docs", ["docs": .array(ids.shuffled().map { ["_id": .string($0)] })])
-        let all = try await HTTP.json(.GET, db + "/_all_docs")
-        XCTAssertEqual(all.json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, ids)
-        let limited = try await HTTP.json(.GET, db + "/_all_docs?limit=1500&skip=10&descending=true")
+        // Pages of documents hold 1000 rows: these listings span several.
+        let all = try await HTTP.json(.GET, db + "/_all_docs?include_docs=true")
+        XCTAssertEqual(all.json["rows"]?.arrayValue?.compactMap { $0["doc"]?["_id"]?.stringValue }, ids)
+        let limited = try await HTTP.json(.GET, db + "/_all_docs?limit=1500&skip=10&descending=true&include_docs=true")
         XCTAssertEqual(limited.json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, Array(ids.reversed().dropFirst(10).prefix(1500)))
-        let ranged = try await HTTP.json(.GET, db + "/_all_docs?startkey=%22id00500%22&endkey=%22id02000%22&inclusive_end=false")
+        let ranged = try await HTTP.json(.GET, db + "/_all_docs?startkey=%22id00500%22&endkey=%22id02000%22&inclusive_end=false&include_docs=true")
         XCTAssertEqual(ranged.json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, Array(ids[500..<2000]))
         XCTAssertEqual(ranged.json["offset"], 500)
     }

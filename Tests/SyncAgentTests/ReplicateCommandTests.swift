@@ -35,6 +35,29 @@ import Testing
         #expect(pickedInfo["doc_count"] == 2)
     }
 
+    @Test func aContinuousReplicationStopsCleanlyOnSIGTERM() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli-continuous")
+        defer { directory.remove() }
+        let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
+        #expect(try await HTTP.json(.PUT, server.url + "/feed").status == 201)
+        #expect(try await HTTP.json(.PUT, server.url + "/feed/first", ["v": 1]).status == 201)
+        let replicate = try ReplicateProcess(["replicate", server.url + "/feed", "mirror", "--continuous",
+                                              "--data", directory.path + "/client"])
+        // Wait until the first document is through (the process then follows the continuous feed).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, !FileManager.default.fileExists(atPath: directory.path + "/client") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .seconds(1))
+        kill(replicate.process.processIdentifier, SIGTERM)
+        let started = ContinuousClock.now
+        let (status, output) = await replicate.finish()
+        await server.stop()
+        #expect(status == 0, "\(output)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(output.contains("written 1"))
+    }
+
     @Test func failuresExitNonZeroWithAClearMessage() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli-errors")
         defer { directory.remove() }

@@ -7,31 +7,30 @@ import Testing
 /// Replication between two syncd listeners over real HTTP on loopback.
 @Suite struct ReplicationHTTPTests {
     @Test func pushThenPullBetweenTwoListeners() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let local = try a.catalog.create("notes")
             _ = try b.catalog.create("notes")
             try await local.putDocuments(count: 300, prefix: "n")
             let remote = try RemoteEndpoint(url: b.url + "/notes")
-            defer { Task { await remote.shutdown() } }
 
             var push = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
             push.batchSize = 64
             let pushed = await Replicator(push).run()
             #expect(pushed.lastError == nil)
             #expect(pushed.docsWritten == 300)
-            try await Replication.expectSameDocuments(local, try b.catalog.database("notes"))
+            try await ReplicationTesting.expectSameDocuments(local, try b.catalog.database("notes"))
 
             try await b.catalog.database("notes").putDocuments(count: 50, prefix: "fromB")
             let pulled = await Replicator(ReplicationConfiguration(source: remote, target: LocalEndpoint(local))).run()
             #expect(pulled.lastError == nil)
             #expect(pulled.docsWritten == 50)
             #expect(try local.info().docCount == 350)
-            try await Replication.expectSameDocuments(local, try b.catalog.database("notes"))
+            try await ReplicationTesting.expectSameDocuments(local, try b.catalog.database("notes"))
         }
     }
 
     @Test func bothDirectionsAtOnceConvergeOnConflicts() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let onA = try a.catalog.create("db")
             let onB = try b.catalog.create("db")
             for database in [onA, onB] {
@@ -45,7 +44,6 @@ import Testing
             try await onB.put(["_id": "c", "_rev": .string(bRev.description), "from": "b again"])
             let remoteA = try RemoteEndpoint(url: a.url + "/db")
             let remoteB = try RemoteEndpoint(url: b.url + "/db")
-            defer { Task { await remoteA.shutdown(); await remoteB.shutdown() } }
 
             async let forward = Replicator(ReplicationConfiguration(source: remoteA, target: remoteB)).run()
             async let backward = Replicator(ReplicationConfiguration(source: remoteB, target: remoteA)).run()
@@ -60,14 +58,14 @@ import Testing
             #expect(docA["_conflicts"] == docB["_conflicts"])
             #expect(docA["_conflicts"]?.arrayValue?.count == 1)
             #expect(try onA.info().docCount == 91)
-            try await Replication.expectSameDocuments(onA, onB)
+            try await ReplicationTesting.expectSameDocuments(onA, onB)
         }
     }
 
     @Test func deletionsAndLargeBinaryAttachments() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let source = try a.catalog.create("files")
-            let large = Replication.randomBytes(6 << 20)
+            let large = ReplicationTesting.randomBytes(6 << 20)
             let binary = (0..<256).map { UInt8($0) }
             try await source.put([
                 "_id": "blob",
@@ -80,7 +78,6 @@ import Testing
             for n in 0..<10 { try await source.delete(id: "gone\(n)", revision: try source.document(id: "gone\(n)").revision) }
             let remoteA = try RemoteEndpoint(url: a.url + "/files")
             let remoteB = try RemoteEndpoint(url: b.url + "/files")
-            defer { Task { await remoteA.shutdown(); await remoteB.shutdown() } }
             var configuration = ReplicationConfiguration(source: remoteA, target: remoteB)
             configuration.createTarget = true
             let status = await Replicator(configuration).run()
@@ -98,7 +95,7 @@ import Testing
 
             // An edit that keeps the attachments: the source sends them as stubs (atts_since).
             let current = try source.document(id: "blob")
-            try await source.put(.object(current.json().objectValue!.merging(["edited": true])))
+            try await source.put(.object(current.json().objectValue!.withMembers(["edited": true])))
             let inspected = InspectedEndpoint(remoteA)
             let again = await Replicator(ReplicationConfiguration(source: inspected, target: remoteB)).run()
             #expect(again.lastError == nil)
@@ -112,14 +109,13 @@ import Testing
     }
 
     @Test func pullFiltersRunOnTheRemote() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let source = try b.catalog.create("src")
             for n in 0..<30 {
                 try await source.put(["_id": .string("p\(n)"), "colour": n % 3 == 0 ? "red" : "blue"])
             }
             let local = try a.catalog.create("red")
             let remote = try RemoteEndpoint(url: b.url + "/src")
-            defer { Task { await remote.shutdown() } }
             var configuration = ReplicationConfiguration(source: remote, target: LocalEndpoint(local))
             configuration.filter = .selector(["colour": "red"])
             let bySelector = await Replicator(configuration).run()
@@ -139,11 +135,10 @@ import Testing
     }
 
     @Test func continuousPushAndPullPickUpNewWrites() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let local = try a.catalog.create("live")
             _ = try b.catalog.create("live")
             let remote = try RemoteEndpoint(url: b.url + "/live")
-            defer { Task { await remote.shutdown() } }
             var push = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
             push.continuous = true
             var pull = ReplicationConfiguration(source: remote, target: LocalEndpoint(local))
@@ -152,14 +147,14 @@ import Testing
             let puller = Replicator(pull)
             pusher.start()
             puller.start()
-            try await Replication.waitFor(pusher, "push idle") { $0.activity == .idle }
-            try await Replication.waitFor(puller, "pull idle") { $0.activity == .idle }
+            try await ReplicationTesting.waitFor(pusher, "push idle") { $0.activity == .idle }
+            try await ReplicationTesting.waitFor(puller, "pull idle") { $0.activity == .idle }
 
             try await local.put(["_id": "written-on-a"])
             let put = try await HTTP.json(.PUT, b.url + "/live/written-on-b", ["v": 2])
             #expect(put.status == 201)
-            try await Replication.waitFor(pusher, "the push") { $0.docsWritten >= 1 }
-            try await Replication.waitFor(puller, "the pull") { $0.docsWritten >= 1 }
+            try await ReplicationTesting.waitFor(pusher, "the push") { $0.docsWritten >= 1 }
+            try await ReplicationTesting.waitFor(puller, "the pull") { $0.docsWritten >= 1 }
             #expect(try await HTTP.json(.GET, b.url + "/live/written-on-a").status == 200)
             #expect(try local.document(id: "written-on-b").body["v"] == 2)
 
@@ -170,72 +165,91 @@ import Testing
     }
 
     @Test func samePeerAtAnotherPortResumesWithNothingResent() async throws {
-        let a = try await TestListener.start()
-        defer { Task { await a.stop() } }
-        let directory = try TemporaryDirectory(prefix: "syncd-moving-peer")
-        defer { directory.remove() }
-        let local = try a.catalog.create("mine")
-        try await local.putDocuments(count: 120, prefix: "m")
+        try await withTwoListeners { a, _ in
+            let directory = try TemporaryDirectory(prefix: "syncd-moving-peer")
+            defer { directory.remove() }
+            let local = try a.catalog.create("mine")
+            try await local.putDocuments(count: 120, prefix: "m")
 
-        let first = try await TestListener.start(directory: directory.path)
-        _ = try first.catalog.create("theirs")
-        let firstURL = first.url
-        let remote1 = try RemoteEndpoint(url: firstURL + "/theirs")
-        let pushed = await Replicator(ReplicationConfiguration(source: LocalEndpoint(local), target: remote1)).run()
-        await remote1.shutdown()
-        #expect(pushed.docsWritten == 120)
-        await first.stop()
+            let first = try await TestListener.start(directory: directory.path)
+            let firstURL = first.url
+            do {
+                _ = try first.catalog.create("theirs")
+                let remote = try RemoteEndpoint(url: firstURL + "/theirs")
+                let pushed = await Replicator(ReplicationConfiguration(source: LocalEndpoint(local), target: remote)).run()
+                await remote.shutdown()
+                #expect(pushed.docsWritten == 120)
+            } catch {
+                await first.stop()
+                throw error
+            }
+            await first.stop()
 
-        let moved = try await TestListener.start(directory: directory.path)
-        defer { Task { await moved.stop() } }
-        #expect(moved.url != firstURL)
-        let remote2 = try RemoteEndpoint(url: moved.url + "/theirs")
-        defer { Task { await remote2.shutdown() } }
-        let again = await Replicator(ReplicationConfiguration(source: LocalEndpoint(local), target: remote2)).run()
-        #expect(again.lastError == nil)
-        #expect(again.docsRead == 0)
-        #expect(again.docsWritten == 0)
-        #expect(again.completed == 0)
-        #expect(try moved.catalog.database("theirs").info().docCount == 120)
+            // The same node (same data directory, same UUIDs) comes back on another port.
+            let moved = try await TestListener.start(directory: directory.path)
+            do {
+                #expect(moved.url != firstURL)
+                let remote = try RemoteEndpoint(url: moved.url + "/theirs")
+                let again = await Replicator(ReplicationConfiguration(source: LocalEndpoint(local), target: remote)).run()
+                await remote.shutdown()
+                #expect(again.lastError == nil)
+                #expect(again.docsRead == 0)
+                #expect(again.docsWritten == 0)
+                #expect(again.completed == 0)
+                #expect(try moved.catalog.database("theirs").info().docCount == 120)
+            } catch {
+                await moved.stop()
+                throw error
+            }
+            await moved.stop()
+        }
     }
 
     @Test func continuousReplicationSurvivesTheRemoteGoingAwayAndComingBack() async throws {
-        let a = try await TestListener.start()
-        defer { Task { await a.stop() } }
-        let directory = try TemporaryDirectory(prefix: "syncd-flaky-peer")
-        defer { directory.remove() }
-        let local = try a.catalog.create("outbox")
-        try await local.putDocuments(count: 20, prefix: "before")
+        try await withTwoListeners { a, _ in
+            let directory = try TemporaryDirectory(prefix: "syncd-flaky-peer")
+            defer { directory.remove() }
+            let local = try a.catalog.create("outbox")
+            try await local.putDocuments(count: 20, prefix: "before")
 
-        var server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
-        let port = try #require(server.url.split(separator: ":").last.map(String.init))
-        #expect(try await HTTP.json(.PUT, server.url + "/inbox").status == 201)
-        let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(server.url + "/inbox"), requestTimeout: .seconds(5)))
-        defer { Task { await remote.shutdown() } }
-        var configuration = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
-        configuration.continuous = true
-        configuration.retry = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(500))
-        configuration.checkpointInterval = .milliseconds(200)
-        let replicator = Replicator(configuration)
-        replicator.start()
-        try await Replication.waitFor(replicator, "the first documents") { $0.docsWritten == 20 && $0.activity == .idle }
+            var server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
+            var replicator: Replicator?
+            do {
+                let port = try #require(server.url.split(separator: ":").last.map(String.init))
+                #expect(try await HTTP.json(.PUT, server.url + "/inbox").status == 201)
+                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(server.url + "/inbox"), requestTimeout: .seconds(5)))
+                var configuration = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
+                configuration.continuous = true
+                configuration.retry = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(500))
+                configuration.checkpointInterval = .milliseconds(200)
+                let running = Replicator(configuration)
+                replicator = running
+                running.start()
+                try await ReplicationTesting.waitFor(running, "the first documents") { $0.docsWritten == 20 && $0.activity == .idle }
 
-        await server.stop(signal: SIGKILL)
-        try await local.putDocuments(count: 15, prefix: "during")
-        try await Replication.waitFor(replicator, "offline") { $0.activity == .offline }
-        #expect(replicator.status.lastError?.isTransient == true)
+                await server.stop(signal: SIGKILL)
+                try await local.putDocuments(count: 15, prefix: "during")
+                try await ReplicationTesting.waitFor(running, "offline") { $0.activity == .offline }
+                #expect(running.status.lastError?.isTransient == true)
 
-        server = try await ServeProcess.start(["--port", port, "--data", directory.path])
-        try await Replication.waitFor(replicator, "catching up after the outage", seconds: 20) { $0.activity == .idle && $0.lastError == nil || $0.docsWritten >= 35 }
-        try await Replication.waitFor(replicator, "idle again", seconds: 20) { $0.activity == .idle }
-        let info = try await HTTP.json(.GET, server.url + "/inbox").json
-        #expect(info["doc_count"] == 35)
-        await replicator.stop()
-        await server.stop()
+                server = try await ServeProcess.start(["--port", port, "--data", directory.path])
+                try await ReplicationTesting.waitFor(running, "catching up after the outage", seconds: 20) { $0.docsWritten >= 35 }
+                try await ReplicationTesting.waitFor(running, "idle again", seconds: 20) { $0.activity == .idle }
+                let info = try await HTTP.json(.GET, server.url + "/inbox").json
+                #expect(info["doc_count"] == 35)
+                await running.stop()
+                await remote.shutdown()
+            } catch {
+                await replicator?.stop()
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
     }
 
     @Test func aKilledReplicationResumesFromItsCheckpoint() async throws {
-        try await withListeners { a, b in
+        try await withTwoListeners { a, b in
             let total = 20_000
             try await a.catalog.create("big").putDocuments(count: total, prefix: "k")
             _ = try b.catalog.create("big")
@@ -267,7 +281,7 @@ import Testing
 }
 
 /// Two in-process listeners, stopped after `body`.
-func withListeners(_ body: (TestListener, TestListener) async throws -> Void) async throws {
+func withTwoListeners(_ body: (TestListener, TestListener) async throws -> Void) async throws {
     let a = try await TestListener.start()
     let b = try await TestListener.start()
     do {
@@ -299,15 +313,28 @@ final class ReplicateProcess: @unchecked Sendable {
         try process.run()
     }
 
-    /// Waits for the exit; returns the status and what it printed.
+    /// Waits for the exit; returns the status and what it printed. The blocking reads run on
+    /// a dispatch queue, never on the (two-thread) cooperative pool the other tests need.
     func finish() async -> (Int32, String) {
         let process = self.process
         let handle = output.fileHandleForReading
         let errorHandle = captureErrors ? errorOutput.fileHandleForReading : nil
-        async let errors = Task.detached { errorHandle.map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? "" }.value
-        let text = await Task.detached { String(decoding: handle.readDataToEndOfFile(), as: UTF8.self) }.value
-        self.errors = await errors
-        await Task.detached { process.waitUntilExit() }.value
+        let (text, errors) = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let group = DispatchGroup()
+                nonisolated(unsafe) var errors = ""
+                if let errorHandle {
+                    DispatchQueue.global().async(group: group) {
+                        errors = String(decoding: errorHandle.readDataToEndOfFile(), as: UTF8.self)
+                    }
+                }
+                let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+                group.wait()
+                process.waitUntilExit()
+                continuation.resume(returning: (text, errors))
+            }
+        }
+        self.errors = errors
         return (process.terminationStatus, text)
     }
 }

@@ -15,7 +15,7 @@ import Testing
         #expect(first.docsWritten == 250)
         #expect(first.completed == 250)
         #expect(try pair.b.info().docCount == 250)
-        try await Replication.expectSameDocuments(pair.a, pair.b)
+        try await ReplicationTesting.expectSameDocuments(pair.a, pair.b)
 
         let second = await pair.replicate(from: pair.a, to: pair.b, batchSize: 40)
         #expect(second.docsRead == 0)
@@ -64,14 +64,14 @@ import Testing
         #expect(try pair.b.info().docCount == 6)
         #expect(try pair.b.info().deletedDocCount == 4)
         #expect(throws: StoreError.self) { try pair.b.document(id: "d0") }
-        try await Replication.expectSameDocuments(pair.a, pair.b)
+        try await ReplicationTesting.expectSameDocuments(pair.a, pair.b)
     }
 
     @Test func attachmentsArriveByteForByteAndUnchangedOnesAreNotResent() async throws {
         let pair = try LocalPair()
         defer { pair.close() }
-        let big = Replication.randomBytes(3 << 20)
-        let small = Replication.randomBytes(1000)
+        let big = ReplicationTesting.randomBytes(3 << 20)
+        let small = ReplicationTesting.randomBytes(1000)
         try await pair.a.put([
             "_id": "files", "title": "binary",
             "_attachments": .object([
@@ -87,7 +87,7 @@ import Testing
 
         // A new revision that keeps the attachments: they go as stubs and still resolve.
         let current = try pair.a.document(id: "files")
-        try await pair.a.put(.object(current.json().objectValue!.merging(["title": "edited"])))
+        try await pair.a.put(.object(current.json().objectValue!.withMembers(["title": "edited"])))
         let source = InspectedEndpoint(LocalEndpoint(pair.a))
         let status = await Replicator(ReplicationConfiguration(source: source, target: LocalEndpoint(pair.b))).run()
         #expect(status.docsWritten == 1)
@@ -126,15 +126,24 @@ import Testing
         configuration.continuous = true
         configuration.checkpointInterval = .milliseconds(200)
         let replicator = Replicator(configuration)
+        let updates = replicator.statusUpdates()
+        let seen = Task {
+            var activities: [ReplicationActivity] = []
+            for await status in updates where activities.last != status.activity { activities.append(status.activity) }
+            return activities
+        }
         replicator.start()
-        try await Replication.waitFor(replicator, "idle") { $0.activity == .idle }
+        try await ReplicationTesting.waitFor(replicator, "idle") { $0.activity == .idle }
         try await pair.a.put(["_id": "late", "v": 1])
-        try await Replication.waitFor(replicator, "the new document") { $0.docsWritten == 1 && $0.activity == .idle }
+        try await ReplicationTesting.waitFor(replicator, "the new document") { $0.docsWritten == 1 && $0.activity == .idle }
         #expect(try pair.b.document(id: "late").body["v"] == 1)
-        try await Replication.waitFor(replicator, "a checkpoint") { $0.checkpointedSequence != nil && $0.checkpointedSequence == ChangeSequence(try! pair.a.lastSequence()) }
+        try await ReplicationTesting.waitFor(replicator, "a checkpoint") { $0.checkpointedSequence != nil && $0.checkpointedSequence == ChangeSequence(try! pair.a.lastSequence()) }
         await replicator.stop()
         #expect(replicator.status.activity == .stopped)
         #expect(replicator.status.lastError == nil)
+        let activities = await seen.value
+        #expect(activities.first == .stopped && activities.last == .stopped)
+        #expect(activities.contains(.active) && activities.contains(.idle))
     }
 
     @Test func aRefusedDocumentDoesNotStopTheReplication() async throws {
@@ -222,7 +231,7 @@ final class InspectedEndpoint: Endpoint, @unchecked Sendable {
 }
 
 /// Shared helpers of the replication tests.
-enum Replication {
+enum ReplicationTesting {
     static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -269,7 +278,7 @@ extension Database {
 }
 
 extension JSON.Object {
-    func merging(_ other: JSON.Object) -> JSON.Object {
+    func withMembers(_ other: JSON.Object) -> JSON.Object {
         var merged = self
         for (key, value) in other { merged[key] = value }
         return merged

@@ -1,6 +1,6 @@
-import Locking
 import Crypto
 import Foundation
+import Locking
 
 /// Attachment content written to its file and ready to be referenced by a
 /// revision. Identical content is stored once.

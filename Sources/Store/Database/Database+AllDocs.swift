@@ -16,6 +16,9 @@ public struct AllDocsOptions: Sendable {
     public var keys: [String]?
     /// Include each current revision's document.
     public var includeDocuments = false
+    /// Count the rows before `startKey` for `offset` (a scan); a caller
+    /// paging through a listing needs it for the first page only.
+    public var countsOffset = true
 
     /// Every live document, in id order.
     public init() {}
@@ -105,7 +108,7 @@ extension Database {
             select.reset()
 
             var offset = options.skip
-            if let start = options.startKey {
+            if let start = options.startKey, options.countsOffset {
                 let count = try db.statement(
                     "SELECT count(*) FROM docs WHERE deleted = 0 AND id \(options.descending ? ">" : "<") ?")
                 count.bind(start, at: 1)

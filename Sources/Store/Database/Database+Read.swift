@@ -14,6 +14,13 @@ public struct RevisionsDifference: Sendable, Hashable {
     public let missing: [RevisionID]
     /// Leaves the store has that may be ancestors of the missing ones.
     public let possibleAncestors: [RevisionID]
+
+    /// The answer for one document.
+    public init(id: String, missing: [RevisionID], possibleAncestors: [RevisionID]) {
+        self.id = id
+        self.missing = missing
+        self.possibleAncestors = possibleAncestors
+    }
 }
 
 /// A document's row: its current sequence and revision tree.

@@ -116,6 +116,12 @@ extension Database {
         try await attachments.stage(chunks, limit: limit)
     }
 
+    /// Gives up staged content that will not be written after all (an upload
+    /// that failed part-way), so compaction may delete its file.
+    public func discardStaged(_ staged: StagedAttachment) {
+        attachments.unpin(staged.key)
+    }
+
     /// A new random document id: 32 hex digits, as CouchDB makes them.
     static func newDocumentID() -> String {
         UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")

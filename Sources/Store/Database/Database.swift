@@ -1,6 +1,6 @@
-import Locking
 import CSQLite
 import Foundation
+import Locking
 
 /// One document database: a SQLite file in WAL mode and a folder of
 /// attachment files beside it.

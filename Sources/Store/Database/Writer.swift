@@ -1,7 +1,7 @@
-import Locking
 import CSQLite
 import Dispatch
 import Glibc
+import Locking
 import Synchronization
 
 /// What a write job may change besides its own rows: the sequence counter and

@@ -24,6 +24,12 @@ public struct WriteResult: Sendable {
     public let id: String
     /// The new (or, for `new_edits=false`, the inserted) revision, or why the write was refused.
     public let result: Result<RevisionID, StoreError>
+
+    /// The outcome for document `id`.
+    public init(id: String, result: Result<RevisionID, StoreError>) {
+        self.id = id
+        self.result = result
+    }
 }
 
 /// A validated upload, split into CouchDB's special fields and the body.

@@ -101,12 +101,14 @@ struct JSONParser {
     private mutating func parseObject() throws(JSONSyntaxError) -> JSON {
         try enter()
         index += 1
-        var object = JSON.Object()
+        var members: [(key: String, value: JSON)] = []
+        // Repeated keys keep the last value; large objects find repeats by hashing.
+        var positions: [String: Int]?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object(JSON.Object(uniqueMembers: members))
         }
         while true {
             skipWhitespace()
@@ -116,7 +118,22 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            let value = try parseValue()
+            if members.count == 16, positions == nil {
+                positions = Dictionary(members.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { $1 })
+            }
+            if positions != nil {
+                if let position = positions![key] {
+                    members[position].value = value
+                } else {
+                    positions![key] = members.count
+                    members.append((key, value))
+                }
+            } else if let position = members.firstIndex(where: { $0.key == key }) {
+                members[position].value = value
+            } else {
+                members.append((key, value))
+            }
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -124,7 +141,7 @@ struct JSONParser {
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 depth -= 1
-                return .object(object)
+                return .object(JSON.Object(uniqueMembers: members))
             } else {
                 throw error("expected ',' or '}'")
             }

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Synchronization
+import Locking
 
 /// The users who may log in to the listener, with salted password hashes,
 /// kept in `users.json` in the data directory (mode 0600).
@@ -17,7 +17,7 @@ public final class UserStore: Sendable {
         /// HMAC of name and password for passwords already verified.
         var verified: Set<[UInt8]> = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let cacheKey = SymmetricKey(size: .bits256)
     private let iterations: Int
 

@@ -48,7 +48,8 @@ public struct LocalEndpoint: Endpoint {
         var commits = database.commits().makeAsyncIterator()
         var options = ChangesOptions(since: request.since.localNumber ?? 0)
         options.allLeaves = true
-        options.limit = max(1, request.batchSize)
+        let limit = max(1, request.batchSize)
+        options.limit = limit
         switch request.filter {
         case .documentIDs(let ids)?: options.documentIDs = Set(ids)
         case .selector(let json)?:
@@ -59,7 +60,7 @@ public struct LocalEndpoint: Endpoint {
             try Task.checkCancellation()
             let page: ChangesPage
             do { page = try database.changes(options) } catch { throw EndpointError(error, endpoint: displayName) }
-            let caughtUp = page.changes.count < options.limit! || page.pending == 0
+            let caughtUp = page.changes.count < limit || page.pending == 0
             let rows = page.changes.map {
                 ChangedDocument(sequence: ChangeSequence($0.sequence), id: $0.id, revisions: $0.revisions, deleted: $0.deleted)
             }

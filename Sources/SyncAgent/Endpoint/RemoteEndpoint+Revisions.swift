@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Store
 
@@ -122,9 +123,20 @@ extension RemoteEndpoint {
                        reason: failure?["reason"]?.stringValue ?? failure?["error"]?.stringValue ?? "unreadable answer")
     }
 
-    /// `POST _bulk_docs` with `new_edits: false`, in requests of at most a few megabytes.
+    /// `POST _bulk_docs` with `new_edits: false`, in requests of at most a few megabytes;
+    /// a revision carrying large attachments goes alone as a `multipart/related` PUT, as
+    /// CouchDB's replicator sends it, so its content is not base64 inside JSON.
     public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         var failures: [WriteFailure] = []
+        var small: [ReplicatedRevision] = []
+        for revision in revisions {
+            if Self.inlineAttachmentSize(revision.json) >= Self.multipartThreshold {
+                if let failure = try await putMultipart(revision) { failures.append(failure) }
+            } else {
+                small.append(revision)
+            }
+        }
+        let revisions = small
         var body: [UInt8] = []
         var ids: [String] = []
         func start() {
@@ -144,6 +156,61 @@ extension RemoteEndpoint {
             }
         }
         return failures
+    }
+
+    /// Inline attachment data (base64 characters) at which a revision is sent as multipart.
+    static var multipartThreshold: Int { 256 << 10 }
+
+    /// How many base64 characters of attachment data a revision's JSON carries.
+    static func inlineAttachmentSize(_ json: JSON) -> Int {
+        guard case .object(let attachments)? = json["_attachments"] else { return 0 }
+        return attachments.reduce(0) { $0 + ($1.value["data"]?.stringValue?.utf8.count ?? 0) }
+    }
+
+    /// `PUT /db/doc?new_edits=false` as `multipart/related`: the JSON with `"follows": true`
+    /// attachments, then their bytes. Returns the failure when the target refuses the revision.
+    private func putMultipart(_ revision: ReplicatedRevision) async throws(EndpointError) -> WriteFailure? {
+        guard case .object(var document) = revision.json, case .object(let attachments)? = document["_attachments"] else {
+            return WriteFailure(id: revision.id, error: "bad_request", reason: "revision has no attachments to send")
+        }
+        var described: [(key: String, value: JSON)] = []
+        var contents: [(name: String, contentType: String, bytes: [UInt8])] = []
+        for (name, entry) in attachments {
+            guard case .object(var fields) = entry, let base64 = fields["data"]?.stringValue else {
+                described.append((name, entry))
+                continue
+            }
+            guard let bytes = Data(base64Encoded: base64) else {
+                return WriteFailure(id: revision.id, error: "bad_request", reason: "invalid base64 in attachment \(name)")
+            }
+            fields["data"] = nil
+            fields["follows"] = true
+            fields["length"] = .number(Double(bytes.count))
+            described.append((name, .object(fields)))
+            contents.append((name, fields["content_type"]?.stringValue ?? "application/octet-stream", [UInt8](bytes)))
+        }
+        document["_attachments"] = .object(JSON.Object(described))
+        var writer = MultipartWriter()
+        writer.startPart([("Content-Type", "application/json")])
+        writer.append(.bytes(JSON.object(document).serializedBytes()))
+        for content in contents {
+            writer.startPart([
+                ("Content-Disposition", "attachment; filename=\"\(content.name.replacingOccurrences(of: "\"", with: "\\\""))\""),
+                ("Content-Type", content.contentType),
+                ("Content-Length", String(content.bytes.count)),
+            ])
+            writer.append(.bytes(content.bytes))
+        }
+        let contentType = writer.contentType("related")
+        var body: [UInt8] = []
+        for case .bytes(let bytes) in writer.finish() { body.append(contentsOf: bytes) }
+        let (status, _, answer) = try await request(
+            .PUT, databasePath + "/" + PathEncoding.documentID(revision.id), query: [("new_edits", "false")],
+            body: body, contentType: contentType)
+        guard status >= 400 else { return nil }
+        let failure = error(status: status, body: try? JSON(parsing: answer.readableBytesView))
+        if failure.isTransient || status == 401 { throw failure }
+        return WriteFailure(id: revision.id, error: failure.error, reason: failure.reason)
     }
 
     /// The body size at which a `_bulk_docs` request is sent and the next one begun.

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -43,10 +44,10 @@ public final class RemoteEndpoint: Endpoint {
     let client: HTTPClient
     let logger: Logger
     private let authorization: String?
-    private let pinnedCertificate = Mutex<NIOSSLCertificate?>(nil)
+    private let pinnedCertificate = Locked<NIOSSLCertificate?>(nil)
     private let isShutDown = Atomic<Bool>(false)
     /// Whether the server answered `_bulk_get`; `nil` until asked.
-    let bulkGetSupported = Mutex<Bool?>(nil)
+    let bulkGetSupported = Locked<Bool?>(nil)
 
     /// An endpoint for `configuration`; no request is made until the replication starts.
     public init(_ configuration: Configuration, logger: Logger = Logger(label: "syncd.endpoint")) {
@@ -145,9 +146,10 @@ public final class RemoteEndpoint: Endpoint {
     /// Sends a request and returns the answer's status, headers and whole body (up to `limit` bytes).
     func request(
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-        accept: String = "application/json", limit: Int = 1 << 30
+        accept: String = "application/json", contentType: String = "application/json", limit: Int = 1 << 30
     ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
-        let response = try await send(method, path, query: query, body: body, accept: accept, timeout: configuration.requestTimeout)
+        let response = try await send(method, path, query: query, body: body, accept: accept, contentType: contentType,
+                                      timeout: configuration.requestTimeout)
         do {
             let bytes = try await response.body.collect(upTo: limit)
             return (Int(response.status.code), response.headers, bytes)
@@ -168,14 +170,14 @@ public final class RemoteEndpoint: Endpoint {
     /// Starts a request; the caller reads the body (as a stream, for feeds).
     func send(
         _ method: HTTPMethod, _ path: String, query: [(String, String)], body: [UInt8]?,
-        accept: String, timeout: Duration
+        accept: String, contentType: String = "application/json", timeout: Duration
     ) async throws(EndpointError) -> HTTPClientResponse {
         var request = HTTPClientRequest(url: configuration.url.origin + path + PathEncoding.query(query))
         request.method = method
         request.headers.add(name: "Accept", value: accept)
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         if case .fingerprint(let fingerprint) = configuration.trust, configuration.url.scheme == "https" {

@@ -27,8 +27,9 @@ extension CouchResponder {
             if let keys = body["keys"] { options.keys = try Self.keys(keys) }
         }
         // Without keys the rows are read in pages, each continuing after the
-        // last id of the one before, so memory stays bounded.
-        let pageSize = Self.changesPageSize
+        // last id of the one before, so memory stays bounded. Pages are large
+        // because the store counts the offset of every page's start key.
+        let pageSize = options.includeDocuments ? 1000 : 10_000
         let userLimit = options.limit
         var first = options
         if options.keys == nil { first.limit = min(options.limit ?? Int.max, pageSize) }

@@ -10,8 +10,9 @@ public struct ReplicationConfiguration: Sendable {
     public var filter: ReplicationFilter?
     /// Changes per batch: the unit read, diffed, fetched, written and checkpointed.
     public var batchSize = 500
-    /// How many requests a batch's revisions are read with at once (large batches only).
-    public var parallelFetches = 2
+    /// How many requests a batch's revisions are read with at once (large batches only). More
+    /// than one helps only when the source has cores to spare (two syncd on two cores: it does not).
+    public var parallelFetches = 1
     /// Create the target database when it does not exist (remote targets).
     public var createTarget = false
     /// How often progress is checkpointed while running (a one-shot run also checkpoints at its end).

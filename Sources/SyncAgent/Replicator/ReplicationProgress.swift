@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// The live status of a replication, updated by the pipeline's stages and
 /// broadcast to every ``Replicator/statusUpdates()`` subscriber.
@@ -15,7 +15,7 @@ final class ReplicationProgress: Sendable {
         var subscribers: [Int: AsyncStream<ReplicationStatus>.Continuation] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The status now.
     var status: ReplicationStatus { state.withLock { $0.status } }

@@ -1,5 +1,5 @@
+import Locking
 import Logging
-import Synchronization
 
 /// Replicates documents from one endpoint to another (local store or remote
 /// CouchDB-protocol URL), one-shot or continuous, by the CouchDB replication
@@ -20,7 +20,7 @@ public final class Replicator: Sendable {
     public let configuration: ReplicationConfiguration
     private let logger: Logger
     private let progress = ReplicationProgress()
-    private let task = Mutex<Task<ReplicationStatus, Never>?>(nil)
+    private let task = Locked<Task<ReplicationStatus, Never>?>(nil)
 
     /// A replicator; nothing happens until ``start()`` or ``run()``.
     public init(_ configuration: ReplicationConfiguration, logger: Logger = Logger(label: "syncd.replicator")) {
@@ -36,22 +36,43 @@ public final class Replicator: Sendable {
 
     /// Starts replicating in the background (does nothing if already running).
     public func start() {
-        task.withLock { task in
-            if task == nil { task = Task { await self.run() } }
-        }
+        _ = running()
     }
 
-    /// Stops a background replication and waits until it has stopped (it checkpoints first).
+    /// Stops the replication and waits until it has stopped (it checkpoints first).
     public func stop() async {
         let running = task.withLock { $0 }
         running?.cancel()
         _ = await running?.value
     }
 
-    /// Replicates until done (one-shot), failed for good, or cancelled; returns the final status.
+    /// Replicates until done (one-shot), failed for good, stopped, or the calling task is
+    /// cancelled; returns the final status. Starts the replication if ``start()`` has not.
     @discardableResult
     public func run() async -> ReplicationStatus {
-        defer { progress.finish() }
+        let running = running()
+        return await withTaskCancellationHandler {
+            await running.value
+        } onCancel: {
+            running.cancel()
+        }
+    }
+
+    /// The replication's task, started on first use.
+    private func running() -> Task<ReplicationStatus, Never> {
+        task.withLock { task in
+            if let task { return task }
+            let started = Task { await self.replicate() }
+            task = started
+            return started
+        }
+    }
+
+    private func replicate() async -> ReplicationStatus {
+        defer {
+            progress.finish()
+            task.withLock { $0 = nil }  // a later start() or run() replicates again
+        }
         var failures = 0
         while !Task.isCancelled {
             progress.set(.active, error: nil)

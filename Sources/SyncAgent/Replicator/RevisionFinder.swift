@@ -1,5 +1,5 @@
-import Store
 import AsyncAlgorithms
+import Store
 
 /// Second stage: asks the target which of each batch's leaf revisions it lacks
 /// (`_revs_diff`), so only those are fetched.
