@@ -176,15 +176,21 @@ final class AdvertiserSession: AvahiSession, @unchecked Sendable {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
             emit(.established(name: currentName))
         case AVAHI_ENTRY_GROUP_COLLISION:
+            // Two hosts that collided at the same moment would otherwise pick the same
+            // alternative and probe in step again: re-register after a random pause.
             rename()
             avahi_entry_group_reset(group)
-            if let runningClient { register(runningClient) }
+            runLater(after: 20, jitter: 500)
         case AVAHI_ENTRY_GROUP_FAILURE:
             let error = avahi_client_errno(avahi_entry_group_get_client(group))
             emit(.failed("entry group failed: \(Self.describe(error))"))
         default:
             break
         }
+    }
+
+    override func later() {
+        if wanted, let runningClient { register(runningClient) }
     }
 
     private func emit(_ event: AdvertiserEvent) {

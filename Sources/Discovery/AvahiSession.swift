@@ -17,6 +17,7 @@ class AvahiSession: @unchecked Sendable {
     private let poll: OpaquePointer
     private var client: OpaquePointer?
     private var reconnectTimer: OpaquePointer?
+    private var laterTimer: OpaquePointer?
     private var retained: Unmanaged<AvahiSession>?
     /// The client, while the daemon is up and its host name established.
     private(set) var runningClient: OpaquePointer?
@@ -41,6 +42,12 @@ class AvahiSession: @unchecked Sendable {
         reconnectTimer = api.pointee.timeout_new(api, nil, { _, context in
             guard let context else { return }
             Unmanaged<AvahiSession>.fromOpaque(context).takeUnretainedValue().reconnect()
+        }, context)
+        laterTimer = api.pointee.timeout_new(api, nil, { timer, context in
+            guard let context else { return }
+            let session = Unmanaged<AvahiSession>.fromOpaque(context).takeUnretainedValue()
+            avahi_threaded_poll_get(session.poll)!.pointee.timeout_update(timer, nil)
+            session.later()
         }, context)
         connect()
         avahi_threaded_poll_start(poll)
@@ -76,10 +83,11 @@ class AvahiSession: @unchecked Sendable {
         guard wasOpen else { return }
         avahi_threaded_poll_stop(poll)
         dropClient()
-        if let reconnectTimer {
-            avahi_threaded_poll_get(poll)!.pointee.timeout_free(reconnectTimer)
+        for timer in [reconnectTimer, laterTimer].compactMap({ $0 }) {
+            avahi_threaded_poll_get(poll)!.pointee.timeout_free(timer)
         }
         reconnectTimer = nil
+        laterTimer = nil
         avahi_threaded_poll_free(poll)
         statusBroadcast.finish()
         sessionClosed()
@@ -97,6 +105,17 @@ class AvahiSession: @unchecked Sendable {
     func clientWillBeFreed() {}
     /// The session is closed: finish streams.
     func sessionClosed() {}
+    /// The time asked for with ``runLater(after:jitter:)`` has come.
+    func later() {}
+
+    /// Calls ``later()`` on the poll thread after `milliseconds` plus a random
+    /// share of `jitter` (replacing an earlier request).
+    final func runLater(after milliseconds: UInt32, jitter: UInt32) {
+        guard let laterTimer else { return }
+        var when = timeval()
+        avahi_elapse_time(&when, milliseconds, jitter)
+        avahi_threaded_poll_get(poll)!.pointee.timeout_update(laterTimer, &when)
+    }
 
     // MARK: Connection
 

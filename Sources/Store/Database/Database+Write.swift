@@ -11,8 +11,8 @@ extension Database {
     public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
         let validated = await validate(uploads, newEdits: newEdits)
         defer {
-            for case .success(let document) in validated.map(\.parsed) {
-                for key in document.stagedKeys { attachments.unpin(key) }
+            for case (_, .success(let valid)) in validated {
+                for key in valid.document.stagedKeys { attachments.unpin(key) }
             }
             for upload in uploads {
                 for staged in upload.staged.values { attachments.unpin(staged.key) }
@@ -20,8 +20,8 @@ extension Database {
         }
         return try await write { context in
             validated.map { id, parsed in
-                WriteResult(id: id, result: parsed.flatMap { document in
-                    Result { () throws(StoreError) in try Self.apply(document, newEdits: newEdits, in: &context) }
+                WriteResult(id: id, result: parsed.flatMap { valid in
+                    Result { () throws(StoreError) in try Self.apply(valid.document, newEdits: newEdits, in: &context) }
                 })
             }
         }
@@ -31,26 +31,32 @@ extension Database {
     /// the write transaction, a large batch split across the cores, so the
     /// writer's thread spends its time on SQL alone.
     private func validate(_ uploads: [DocumentUpload], newEdits: Bool) async
-        -> [(id: String, parsed: Result<ParsedDocument, StoreError>)]
+        -> [(id: String, parsed: Result<ValidDocument, StoreError>)]
     {
-        func check(_ slice: ArraySlice<DocumentUpload>) -> [(id: String, parsed: Result<ParsedDocument, StoreError>)] {
+        func check(_ slice: ArraySlice<DocumentUpload>) -> [(id: String, parsed: Result<ValidDocument, StoreError>)] {
             slice.map { upload in
                 let parsed = validate(upload, newEdits: newEdits)
-                return ((try? parsed.get().id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
+                return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
             }
         }
         let parts = uploads.count >= 256 ? ProcessInfo.processInfo.activeProcessorCount : 1
         guard parts > 1 else { return check(uploads[...]) }
         let size = (uploads.count + parts - 1) / parts
-        return await withTaskGroup(of: (Int, [(id: String, parsed: Result<ParsedDocument, StoreError>)]).self) { group in
+        return await withTaskGroup(of: (Int, [(id: String, parsed: Result<ValidDocument, StoreError>)]).self) { group in
             for start in stride(from: 0, to: uploads.count, by: size) {
                 let slice = uploads[start..<min(start + size, uploads.count)]
                 group.addTask { (start, check(slice)) }
             }
-            var parts: [Int: [(id: String, parsed: Result<ParsedDocument, StoreError>)]] = [:]
+            var parts: [Int: [(id: String, parsed: Result<ValidDocument, StoreError>)]] = [:]
             for await (start, part) in group { parts[start] = part }
             return parts.keys.sorted().flatMap { parts[$0]! }
         }
+    }
+
+    /// A validated document passed by reference, so the bulk path copies a pointer, not the fields.
+    final class ValidDocument: Sendable {
+        let document: ParsedDocument
+        init(_ document: ParsedDocument) { self.document = document }
     }
 
     /// Applies one validated document inside the writer's transaction.
@@ -66,7 +72,7 @@ extension Database {
         }
     }
 
-    private func validate(_ upload: DocumentUpload, newEdits: Bool) -> Result<ParsedDocument, StoreError> {
+    private func validate(_ upload: DocumentUpload, newEdits: Bool) -> Result<ValidDocument, StoreError> {
         do throws(StoreError) {
             var document = try DocumentValidation.parse(upload, store: attachments)
             if document.id == nil {
@@ -84,7 +90,7 @@ extension Database {
             {
                 document.creation = try? DocumentUpdate.Creation(document)
             }
-            return .success(document)
+            return .success(ValidDocument(document))
         } catch {
             return .failure(error)
         }

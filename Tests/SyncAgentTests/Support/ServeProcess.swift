@@ -23,7 +23,7 @@ final class ServeProcess: @unchecked Sendable {
         self.output = output
     }
 
-    /// Runs `syncd serve ARGUMENTS` and waits (up to 30 s) for its URL.
+    /// Runs `syncd serve ARGUMENTS` and waits (up to 60 s) for its URL.
     static func start(_ arguments: [String]) async throws -> ServeProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestSupportError("no syncd executable at \(executable); build it first (swift build)")
@@ -36,19 +36,22 @@ final class ServeProcess: @unchecked Sendable {
         process.standardError = FileHandle.standardError
         try process.run()
         let handle = output.fileHandleForReading
-        let url: String? = await Task.detached {
-            var text = ""
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
-                let data = handle.availableData
-                if data.isEmpty { return nil }
-                text += String(decoding: data, as: UTF8.self)
-                for line in text.split(separator: "\n") where line.hasPrefix("listening on ") {
-                    return String(line.dropFirst("listening on ".count))
+        // Blocking reads go to a dispatch thread, not one of the few cooperative ones.
+        let url: String? = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                let deadline = Date().addingTimeInterval(60)
+                while Date() < deadline {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    text += String(decoding: data, as: UTF8.self)
+                    for line in text.split(separator: "\n") where line.hasPrefix("listening on ") {
+                        return continuation.resume(returning: String(line.dropFirst("listening on ".count)))
+                    }
                 }
+                continuation.resume(returning: nil)
             }
-            return nil
-        }.value
+        }
         guard let url else {
             process.terminate()
             process.waitUntilExit()
@@ -69,7 +72,12 @@ final class ServeProcess: @unchecked Sendable {
         }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            await Task.detached { process.waitUntilExit() }.value
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    process.waitUntilExit()
+                    continuation.resume()
+                }
+            }
             return -1
         }
         process.waitUntilExit()
