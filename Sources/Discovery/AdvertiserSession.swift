@@ -162,11 +162,20 @@ final class AdvertiserSession: AvahiSession, @unchecked Sendable {
         return result == 0
     }
 
+    /// Picks another name after a collision: first the name with this node's
+    /// UUID prefix, which no other node picks too (two hosts that collided at
+    /// the same moment would otherwise both try `Name #2`, and again `Name #3`);
+    /// then avahi's numbered alternatives.
     private func rename() {
-        guard let alternative = avahi_alternative_service_name(currentName) else { return }
-        defer { avahi_free(alternative) }
         let old = currentName
-        currentName = String(cString: alternative)
+        let tag = advertisement.txt[TXTKey.uuid].map { " (\($0.prefix(8)))" } ?? ""
+        if !tag.isEmpty, !currentName.hasSuffix(tag), (currentName + tag).utf8.count <= 63 {
+            currentName += tag
+        } else {
+            guard let alternative = avahi_alternative_service_name(currentName) else { return }
+            defer { avahi_free(alternative) }
+            currentName = String(cString: alternative)
+        }
         logger.notice("avahi: service name '\(old)' is taken; using '\(currentName)'")
         emit(.renamed(from: old, to: currentName))
     }
