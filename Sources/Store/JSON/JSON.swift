@@ -68,7 +68,7 @@ public enum JSON: Sendable, Hashable {
             return members.remove(at: index).value
         }
 
-        /// Keeps only the members for which `isIncluded` is true.
+        /// Removes the members for which `shouldRemove` is true.
         public mutating func removeAll(where shouldRemove: ((key: String, value: JSON)) -> Bool) {
             members.removeAll(where: shouldRemove)
         }
@@ -139,17 +139,6 @@ extension JSON {
     public var isNull: Bool {
         if case .null = self { return true }
         return false
-    }
-
-    /// Whether the value counts as true in a JavaScript condition.
-    public var isTruthy: Bool {
-        switch self {
-        case .null: false
-        case .bool(let value): value
-        case .number(let value): value != 0 && !value.isNaN
-        case .string(let value): !value.isEmpty
-        case .array, .object: true
-        }
     }
 }
 

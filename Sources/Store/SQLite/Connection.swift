@@ -58,9 +58,6 @@ final class Connection {
     /// Rows changed by the last statement.
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    /// The rowid of the last insert.
-    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
-
     func error(_ status: Int32) -> StoreError {
         .internal("SQLite error \(status): \(String(cString: sqlite3_errmsg(handle)))")
     }
