@@ -102,6 +102,8 @@ final class ListenerChangesTests: XCTestCase {
         let timedOut = try await HTTP.json(.GET, db + "/_changes?feed=longpoll&since=now&timeout=200")
         XCTAssertEqual(timedOut.json["results"]?.arrayValue?.count, 0)
         XCTAssertEqual(timedOut.json["last_seq"], 2)
+        // The feed's task ends just after its answer is written.
+        for _ in 0..<250 where server.listener.openFeeds > 0 { try await Task.sleep(for: .milliseconds(20)) }
         XCTAssertEqual(server.listener.openFeeds, 0)
     }
 
