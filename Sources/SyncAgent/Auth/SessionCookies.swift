@@ -22,10 +22,13 @@ struct SessionCookies: Sendable {
 
     /// The user name and the cookie's time when `value` is a valid, unexpired cookie.
     func verify(_ value: String, salt: (String) -> String?, now: Date = Date()) -> (name: String, issued: Date)? {
-        guard let bytes = Self.unbase64url(value),
-              let second = bytes.indices.reversed().first(where: { bytes[$0] == UInt8(ascii: ":") }),
-              let first = bytes[..<second].lastIndex(of: UInt8(ascii: ":"))
+        // name:stamp:MAC, where the MAC is 32 raw bytes that may themselves hold ':'.
+        let macCount = SHA256.byteCount
+        guard let bytes = Self.unbase64url(value), bytes.count > macCount + 2,
+              bytes[bytes.count - macCount - 1] == UInt8(ascii: ":")
         else { return nil }
+        let second = bytes.count - macCount - 1
+        guard let first = bytes[..<second].lastIndex(of: UInt8(ascii: ":")) else { return nil }
         let name = String(decoding: bytes[..<first], as: UTF8.self)
         let stamp = String(decoding: bytes[(first + 1)..<second], as: UTF8.self)
         let given = Array(bytes[(second + 1)...])
