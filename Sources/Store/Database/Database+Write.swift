@@ -85,9 +85,7 @@ extension Database {
             if document.bodyText.count > options.maximumDocumentSize {
                 throw .tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
             }
-            if newEdits, document.revision == nil, !document.isLocal,
-               !document.attachments.contains(where: { if case .stub = $0.input { true } else { false } })
-            {
+            if newEdits, document.revision == nil, !document.isLocal, !document.hasStubs {
                 document.creation = try? DocumentUpdate.Creation(document)
             }
             return .success(ValidDocument(document))
@@ -137,7 +135,7 @@ extension Database {
 /// Applies one validated document to its row inside the writer's transaction.
 enum DocumentUpdate {
     static func apply(_ document: ParsedDocument, newEdits: Bool, in context: inout WriteContext) throws -> RevisionID {
-        if newEdits, document.revision == nil, let created = try create(document, in: &context) {
+        if newEdits, document.revision == nil, !document.hasStubs, let created = try create(document, in: &context) {
             return created
         }
         let id = document.id!
@@ -214,7 +212,7 @@ enum DocumentUpdate {
     /// taken, and the caller goes the usual way (a conflict, or a new revision
     /// on top of a tombstone).
     private static func create(_ document: ParsedDocument, in context: inout WriteContext) throws -> RevisionID? {
-        guard let creation = try document.creation ?? Creation(document) else { return nil }
+        let creation = try document.creation ?? Creation(document)
         let insert = try context.connection.statement(
             "INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING")
         insert.bind(Int64(context.lastSequence + 1), at: 1)
@@ -236,8 +234,8 @@ enum DocumentUpdate {
         let winner: String
         let tree: [UInt8]
 
-        /// `nil` when the document keeps attachment stubs, which need an existing parent.
-        init?(_ document: ParsedDocument) throws {
+        /// The first revision of `document`, which has no attachment stubs.
+        init(_ document: ParsedDocument) throws {
             let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
             let digest = RevisionDigest.digest(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
             revision = RevisionID(generation: 1, digest: digest)

@@ -54,6 +54,12 @@ struct ParsedDocument: Sendable {
     var creation: DocumentUpdate.Creation?
     var isLocal: Bool { id?.hasPrefix("_local/") ?? false }
 
+    /// Whether attachments are kept from an existing revision: such a write
+    /// cannot be a document's first revision.
+    var hasStubs: Bool {
+        attachments.contains { if case .stub = $0.input { true } else { false } }
+    }
+
     /// The staged files this document holds pinned.
     var stagedKeys: [String] {
         attachments.compactMap { if case .content(let staged, _, _) = $0.input { staged.key } else { nil } }
