@@ -1,3 +1,4 @@
+import Crypto
 import XCTest
 @testable import Store
 
@@ -18,6 +19,16 @@ final class DocumentWriteTests: DatabaseTestCase {
         XCTAssertEqual(try database.document(id: "a").body, ["title": "bye"])
         XCTAssertEqual(try database.document(id: "a", revision: first).body["title"], "hello")
         XCTAssertEqual(try database.document(id: "a").history, [second, first])
+    }
+
+    /// The digest is MD5 over the deletion flag, the parent revision and a zero
+    /// byte, and the body with keys sorted: fixed, so peers running any version agree.
+    func testRevisionDigestIsTheMD5OfTheEdit() async throws {
+        func md5(_ bytes: [UInt8]) -> String { Insecure.MD5.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+        let first = try await database.put(json(#"{"z":[true,null],"_id":"d","a":{"y":1,"x":"é"}}"#)).revision
+        XCTAssertEqual(first.digest, md5([0, 0] + Array(#"{"a":{"x":"é","y":1},"z":[true,null]}"#.utf8)))
+        let second = try await database.delete(id: "d", revision: first)
+        XCTAssertEqual(second.digest, md5([1] + Array(first.description.utf8) + [0] + Array("{}".utf8)))
     }
 
     func testGeneratedIDsAreUnique() async throws {
@@ -105,6 +116,34 @@ final class DocumentWriteTests: DatabaseTestCase {
         XCTAssertEqual(results[1].result.failureError?.error, "conflict")
         XCTAssertEqual(results[2].result.failureError?.error, "illegal_docid")
         XCTAssertEqual(try results[3].result.get().generation, 2)
+    }
+
+    /// A batch of many chunks, checked partly by the caller and partly by the
+    /// writer, still gives each upload its own result, in order, with later
+    /// uploads seeing earlier ones.
+    func testLargeBulkWriteKeepsOrderAndPerDocumentOutcomes() async throws {
+        let existing = try await database.put(["_id": "existing", "v": 0]).revision
+        var uploads: [DocumentUpload] = []
+        var expected: [String?] = []  // nil: written; else the error
+        for index in 0..<1500 {
+            switch index % 10 {
+            case 3: uploads.append(DocumentUpload(["_id": .string("_bad-\(index)")])); expected.append("illegal_docid")
+            case 5: uploads.append(DocumentUpload(["_id": .string("doc-\(index - 1)")])); expected.append("conflict")
+            case 7: uploads.append(DocumentUpload(.array([]))); expected.append("bad_request")
+            default: uploads.append(DocumentUpload(["_id": .string("doc-\(index)"), "n": .number(Double(index))])); expected.append(nil)
+            }
+        }
+        uploads[1000] = DocumentUpload(["_id": "existing", "_rev": .string(existing.description), "v": 1])
+        expected[1000] = nil
+        let results = try await database.bulkDocs(uploads)
+        XCTAssertEqual(results.count, uploads.count)
+        for (index, result) in results.enumerated() {
+            XCTAssertEqual(result.result.failureError?.error, expected[index], "upload \(index)")
+            XCTAssertEqual(result.id, uploads[index].json["_id"]?.stringValue ?? "", "upload \(index)")
+        }
+        XCTAssertEqual(try database.document(id: "existing").revision.generation, 2)
+        XCTAssertEqual(try database.document(id: "doc-1498").body["n"], 1498)
+        XCTAssertEqual(try database.info().docCount, expected.filter { $0 == nil }.count)
     }
 
     func testDocumentSizeLimit() async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import XCTest
 @testable import Store
 
@@ -64,6 +65,22 @@ final class RevisionTreeEncodingTests: XCTestCase {
         XCTAssertEqual(decoded.node(rev("2-7051cbe5c8faecd085a3fa619e6e6337"))?.body, body)
         XCTAssertEqual(decoded.node(rev("2-ABCDEF0123456789abcdef0123456789"))?.body, [])
         XCTAssertNil(decoded.node(rev("1-967a00dff5e02add41819138abb3284d"))?.body)
+    }
+
+    /// The shortcut for a new document's first revision writes exactly what
+    /// encoding the one-node tree would.
+    func testFirstRevisionEncodingMatchesTheOneNodeTree() throws {
+        let attachment = Attachment(name: "a.txt", contentType: "text/plain", length: 3, digest: "md5-rL0Y20zC+Fzt72VPzMSk2A==",
+                                    revpos: 1, key: String(repeating: "ab", count: 32))
+        for (deleted, body, attachments) in [(false, Array(#"{"a":1}"#.utf8), []), (true, [], []), (false, Array("{}".utf8), [attachment])] {
+            let digest = Insecure.MD5.hash(data: body + [deleted ? 1 : 0])
+            let hex = digest.map { String(format: "%02x", $0) }.joined()
+            var tree = RevisionTree()
+            tree.addRevision(RevisionID(generation: 1, digest: hex), parent: nil, deleted: deleted, body: body, attachments: attachments)
+            let shortcut = RevisionTree.encodedFirstRevision(digest: digest, deleted: deleted, body: body, attachments: attachments)
+            XCTAssertEqual(shortcut, tree.encoded())
+            XCTAssertEqual(try RevisionTree(decoding: shortcut), tree)
+        }
     }
 
     func testHexDigestsAreStoredAsSixteenBytes() {

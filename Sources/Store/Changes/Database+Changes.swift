@@ -44,7 +44,7 @@ extension Database {
             } else {
                 let order = options.descending ? "DESC" : "ASC"
                 let columns = needsTree ? "seq, id, winner, deleted, tree" : "seq, id, winner, deleted"
-                let select = try db.statement("SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(order)")
+                let select = try db.statement(sql: "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(order)")
                 select.bind(Int64(options.since), at: 1)
                 while changes.count < limit, try select.step() {
                     try consider(sequence: UInt64(select.int64(0)), id: select.string(1), winner: select.string(2),

@@ -69,7 +69,7 @@ extension Database {
 
             let columns = options.includeDocuments ? "id, winner, deleted, tree" : "id, winner, deleted"
             if let keys = options.keys {
-                let select = try db.statement("SELECT \(columns) FROM docs WHERE id = ?")
+                let select = try db.statement(sql: "SELECT \(columns) FROM docs WHERE id = ?")
                 let ordered = options.descending ? keys.reversed() : keys
                 for key in ordered.dropFirst(options.skip).prefix(options.limit ?? Int.max) {
                     select.reset()
@@ -97,7 +97,7 @@ extension Database {
             }
             let whereClause = conditions.joined(separator: " AND ")
             let select = try db.statement(
-                "SELECT \(columns) FROM docs WHERE \(whereClause) ORDER BY id \(options.descending ? "DESC" : "ASC") LIMIT ? OFFSET ?")
+                sql: "SELECT \(columns) FROM docs WHERE \(whereClause) ORDER BY id \(options.descending ? "DESC" : "ASC") LIMIT ? OFFSET ?")
             for (index, value) in bindings.enumerated() { select.bind(value, at: Int32(index + 1)) }
             select.bind(Int64(min(options.limit ?? Int(Int32.max), Int(Int32.max))), at: Int32(bindings.count + 1))
             select.bind(Int64(options.skip), at: Int32(bindings.count + 2))
@@ -110,7 +110,7 @@ extension Database {
             var offset = options.skip
             if let start = options.startKey, options.countsOffset {
                 let count = try db.statement(
-                    "SELECT count(*) FROM docs WHERE deleted = 0 AND id \(options.descending ? ">" : "<") ?")
+                    sql: "SELECT count(*) FROM docs WHERE deleted = 0 AND id \(options.descending ? ">" : "<") ?")
                 count.bind(start, at: 1)
                 if try count.step() { offset += count.int(0) }
             }

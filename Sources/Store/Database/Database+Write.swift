@@ -9,48 +9,35 @@ extension Database {
     /// existing revision with its ancestry (`_revisions`), merged into the tree as
     /// replication requires; an already-known revision is accepted unchanged.
     public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
-        let validated = await validate(uploads, newEdits: newEdits)
+        let batch = BulkValidation(uploads) { [self] upload in
+            let parsed = validate(upload, newEdits: newEdits)
+            return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
+        }
         defer {
-            for case (_, .success(let valid)) in validated {
-                for key in valid.document.stagedKeys { attachments.unpin(key) }
-            }
+            for key in batch.stagedKeys { attachments.unpin(key) }
             for upload in uploads {
                 for staged in upload.staged.values { attachments.unpin(staged.key) }
             }
         }
-        return try await write { context in
-            validated.map { id, parsed in
-                WriteResult(id: id, result: parsed.flatMap { valid in
-                    Result { () throws(StoreError) in try Self.apply(valid.document, newEdits: newEdits, in: &context) }
-                })
+        // A batch of one chunk is checked before it is queued, so concurrent
+        // small writes are checked on their callers' cores. A larger one is
+        // queued first and checked here while the writer applies the chunks
+        // already checked (and checks some itself rather than wait).
+        if batch.chunkCount == 1 { batch.checkRemaining() }
+        let pending = submit { context in
+            var results: [WriteResult] = []
+            results.reserveCapacity(uploads.count)
+            for index in 0..<batch.chunkCount {
+                for (id, parsed) in batch.outcomes(ofChunk: index) {
+                    results.append(WriteResult(id: id, result: parsed.flatMap { valid in
+                        Result { () throws(StoreError) in try Self.apply(valid.document, newEdits: newEdits, in: &context) }
+                    }))
+                }
             }
+            return results
         }
-    }
-
-    /// Checks uploads and prepares their rows (canonical bodies, digests) before
-    /// the write transaction, a large batch split across the cores, so the
-    /// writer's thread spends its time on SQL alone.
-    private func validate(_ uploads: [DocumentUpload], newEdits: Bool) async
-        -> [(id: String, parsed: Result<ValidDocument, StoreError>)]
-    {
-        func check(_ slice: ArraySlice<DocumentUpload>) -> [(id: String, parsed: Result<ValidDocument, StoreError>)] {
-            slice.map { upload in
-                let parsed = validate(upload, newEdits: newEdits)
-                return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
-            }
-        }
-        let parts = uploads.count >= 256 ? ProcessInfo.processInfo.activeProcessorCount : 1
-        guard parts > 1 else { return check(uploads[...]) }
-        let size = (uploads.count + parts - 1) / parts
-        return await withTaskGroup(of: (Int, [(id: String, parsed: Result<ValidDocument, StoreError>)]).self) { group in
-            for start in stride(from: 0, to: uploads.count, by: size) {
-                let slice = uploads[start..<min(start + size, uploads.count)]
-                group.addTask { (start, check(slice)) }
-            }
-            var parts: [Int: [(id: String, parsed: Result<ValidDocument, StoreError>)]] = [:]
-            for await (start, part) in group { parts[start] = part }
-            return parts.keys.sorted().flatMap { parts[$0]! }
-        }
+        batch.checkRemaining()
+        return try await completion(of: pending)
     }
 
     /// A validated document passed by reference, so the bulk path copies a pointer, not the fields.
@@ -237,12 +224,10 @@ enum DocumentUpdate {
         /// The first revision of `document`, which has no attachment stubs.
         init(_ document: ParsedDocument) throws {
             let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
-            let digest = RevisionDigest.digest(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
-            revision = RevisionID(generation: 1, digest: digest)
+            let digest = RevisionDigest.bytes(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
+            revision = RevisionID(generation: 1, digest: digest.withUnsafeBytes { HexDigest.unpack($0.assumingMemoryBound(to: UInt8.self)) })
             winner = revision.description
-            var tree = RevisionTree()
-            tree.addRevision(revision, parent: nil, deleted: document.deleted, body: document.bodyText, attachments: attachments)
-            self.tree = tree.encoded()
+            tree = RevisionTree.encodedFirstRevision(digest: digest, deleted: document.deleted, body: document.bodyText, attachments: attachments)
         }
     }
 

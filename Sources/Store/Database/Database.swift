@@ -44,6 +44,7 @@ public final class Database: Sendable {
     let readers: Readers
     let notifier: Notifier
     let attachments: AttachmentStore
+    private let checkpointer: LogCheckpointer
     private let expirySweeper = Locked<Task<Void, Never>?>(nil)
 
     /// Opens the database file at `path`, creating it (and its attachment folder) if needed.
@@ -60,6 +61,8 @@ public final class Database: Sendable {
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = \(options.fullSync ? "FULL" : "NORMAL")")
         try connection.execute("PRAGMA cache_size = -16000")
+        // Checkpoints run on their own connection and thread (LogCheckpointer).
+        try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try Schema.migrate(connection)
         let meta = try Self.loadMeta(connection)
         self.uuid = meta.uuid
@@ -68,10 +71,13 @@ public final class Database: Sendable {
         self.notifier = notifier
         let readers = Readers(path: path, count: max(1, options.readers))
         self.readers = readers
+        let checkpointer = try LogCheckpointer(path: path)
+        self.checkpointer = checkpointer
         self.writer = Writer(
             context: WriteContext(connection: connection, lastSequence: meta.lastSequence, docCount: meta.docCount,
                                   deletedCount: meta.deletedCount, revsLimit: meta.revsLimit),
             logPath: path + "-wal",
+            checkpointer: checkpointer,
             committed: { notifier.publish($0) },
             logGrew: { db in readers.pause { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } }
         )
@@ -111,6 +117,7 @@ public final class Database: Sendable {
     public func close() {
         expirySweeper.withLock { $0?.cancel() }
         writer.close()
+        checkpointer.close()
         readers.close()
         notifier.finish()
     }
@@ -132,8 +139,18 @@ public final class Database: Sendable {
 
     /// Runs `work` in the writer's next group commit.
     func write<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) async throws(StoreError) -> T {
+        try await completion(of: writer.submit(work))
+    }
+
+    /// Queues `work` for the next group commit without waiting for it.
+    func submit<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) -> PendingWrite<T> {
+        writer.submit(work)
+    }
+
+    /// The result of a submitted job, once committed; errors as `StoreError`.
+    func completion<T: Sendable>(of pending: PendingWrite<T>) async throws(StoreError) -> T {
         do {
-            return try await writer.write(work)
+            return try await pending.value
         } catch let error as StoreError {
             throw error
         } catch {

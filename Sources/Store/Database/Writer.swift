@@ -45,6 +45,7 @@ final class Writer: Sendable {
     private let queue = Locked(Queue())
     private let thread = DispatchQueue(label: "syncd.store.writer", qos: .userInitiated)
     private let committed: @Sendable (UInt64) -> Void
+    private let checkpointer: LogCheckpointer
     /// Transactions committed so far: fewer than jobs when commits were grouped.
     let transactions = Atomic<Int>(0)
 
@@ -55,32 +56,33 @@ final class Writer: Sendable {
     /// reset it while readers overlap without pause.
     static let largeLog = 64 << 20
 
-    init(context: consuming sending WriteContext, logPath: String,
+    init(context: consuming sending WriteContext, logPath: String, checkpointer: LogCheckpointer,
          committed: @escaping @Sendable (UInt64) -> Void, logGrew: @escaping @Sendable (Connection) -> Void) {
         self.connection = Locked(context)
+        self.checkpointer = checkpointer
         self.logPath = logPath
         self.committed = committed
         self.logGrew = logGrew
     }
 
-    /// Runs `work` in the next group commit and returns its result once committed.
-    func write<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) async throws -> T {
-        let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
-            let job = Job(work: { context in try work(&context) }, complete: { continuation.resume(with: $0) })
-            let start = queue.withLock { queue -> Bool? in
-                if queue.closed { return nil }
-                queue.jobs.append(job)
-                if queue.draining { return false }
-                queue.draining = true
-                return true
-            }
-            switch start {
-            case nil: continuation.resume(throwing: StoreError.internal("the database is closed"))
-            case true?: thread.async { self.drain() }
-            case false?: break
-            }
+    /// Queues `work` for the next group commit and returns at once, so the
+    /// caller can go on working while the writer runs it.
+    func submit<T: Sendable>(_ work: @escaping @Sendable (inout WriteContext) throws -> T) -> PendingWrite<T> {
+        let pending = PendingWrite<T>()
+        let job = Job(work: { context in try work(&context) }, complete: { pending.complete($0.map { $0 as! T }) })
+        let start = queue.withLock { queue -> Bool? in
+            if queue.closed { return nil }
+            queue.jobs.append(job)
+            if queue.draining { return false }
+            queue.draining = true
+            return true
         }
-        return result as! T
+        switch start {
+        case nil: pending.complete(.failure(StoreError.internal("the database is closed")))
+        case true?: thread.async { self.drain() }
+        case false?: break
+        }
+        return pending
     }
 
     /// Runs `work` alone, outside any transaction, after the queued jobs (for VACUUM and the like).
@@ -165,11 +167,44 @@ final class Writer: Sendable {
             }
             try db.execute("COMMIT")
             transactions.add(1, ordering: .relaxed)
+            checkpointer.logged(pages: db.takePagesWritten())
         } catch {
             try? db.execute("ROLLBACK")
             context = saved
             return (batch.map { _ in .failure(error) }, nil)
         }
         return (results, context.lastSequence != saved.lastSequence ? context.lastSequence : nil)
+    }
+}
+
+/// The result of a submitted write job, available once its transaction commits.
+final class PendingWrite<T: Sendable>: Sendable {
+    private struct State {
+        var result: Result<T, any Error>?
+        var waiter: CheckedContinuation<T, any Error>?
+    }
+
+    private let state = Locked(State())
+
+    /// Sets the result and resumes the task waiting for it, if any.
+    fileprivate func complete(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state in
+            state.result = result
+            return state.waiter.take()
+        }
+        waiter?.resume(with: result)
+    }
+
+    /// The job's result, once committed.
+    var value: T {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let result = state.withLock { state in
+                    if state.result == nil { state.waiter = continuation }
+                    return state.result
+                }
+                if let result { continuation.resume(with: result) }
+            }
+        }
     }
 }

@@ -23,19 +23,13 @@ enum DocumentValidation {
         guard case .object(let object) = upload.json else {
             throw .badRequest("Document must be a JSON object")
         }
-        // One pass: CouchDB's special members aside, the body's own members kept.
+        // CouchDB's special members aside; the body is every other member.
         var special: [(key: String, value: JSON)] = []
-        var members: [(key: String, value: JSON)] = []
-        members.reserveCapacity(object.count)
-        for member in object.members {
-            if member.key.utf8.first == UInt8(ascii: "_") {
-                guard specialFields.contains(member.key) else {
-                    throw StoreError(.badRequest, error: "doc_validation", reason: "Bad special document member: \(member.key)")
-                }
-                special.append(member)
-            } else {
-                members.append(member)
+        for member in object.members where isSpecial(member.key) {
+            guard specialFields.contains(member.key) else {
+                throw StoreError(.badRequest, error: "doc_validation", reason: "Bad special document member: \(member.key)")
             }
+            special.append(member)
         }
         func specialValue(_ key: String) -> JSON? { special.first { $0.key == key }?.value }
 
@@ -83,10 +77,15 @@ enum DocumentValidation {
                 attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))
             }
         }
-        let body = JSON.object(JSON.Object(uniqueMembers: members))
+        var body: [UInt8] = []
+        body.reserveCapacity(512)
+        JSON.writeObject(object.members, to: &body, sortedKeys: true, omit: isSpecial)
         return ParsedDocument(id: id, revision: revision, history: history, deleted: deleted,
-                              bodyText: body.serializedBytes(sortedKeys: true), attachments: attachments)
+                              bodyText: body, attachments: attachments)
     }
+
+    /// Whether a top-level member is one of CouchDB's, not the body's.
+    private static func isSpecial(_ key: String) -> Bool { key.utf8.first == UInt8(ascii: "_") }
 
     /// Reads `{"start": N, "ids": [...]}` into revision ids, newest first.
     static func parseRevisions(_ value: JSON) throws(StoreError) -> [RevisionID] {

@@ -32,19 +32,37 @@ extension JSON {
             }
             output.append(UInt8(ascii: "]"))
         case .object(let object):
-            output.append(UInt8(ascii: "{"))
-            var members = object.members
-            if sortedKeys, !JSON.isSorted(members) {
-                members.sort { JSON.precedes($0.key, $1.key) }
-            }
-            for (offset, member) in members.enumerated() {
-                if offset > 0 { output.append(UInt8(ascii: ",")) }
-                JSON.writeString(member.key, to: &output)
-                output.append(UInt8(ascii: ":"))
-                member.value.write(to: &output, sortedKeys: sortedKeys)
-            }
-            output.append(UInt8(ascii: "}"))
+            JSON.writeObject(object.members, to: &output, sortedKeys: sortedKeys)
         }
+    }
+
+    /// Appends an object of `members`, in key order with `sortedKeys`, leaving
+    /// out the members `omit` names. Sorts positions, not the members themselves.
+    static func writeObject(
+        _ members: [(key: String, value: JSON)], to output: inout [UInt8], sortedKeys: Bool,
+        omit: (String) -> Bool = { _ in false }
+    ) {
+        output.append(UInt8(ascii: "{"))
+        var first = true
+        func writeMember(_ member: (key: String, value: JSON)) {
+            if omit(member.key) { return }
+            if !first { output.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(member.key, to: &output)
+            output.append(UInt8(ascii: ":"))
+            member.value.write(to: &output, sortedKeys: sortedKeys)
+        }
+        if !sortedKeys || isSorted(members) {
+            for member in members { writeMember(member) }
+        } else {
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { buffer in
+                var order = buffer
+                for index in order.indices { order.initializeElement(at: index, to: index) }
+                order.sort { precedes(members[$0].key, members[$1].key) }
+                for index in order { writeMember(members[index]) }
+            }
+        }
+        output.append(UInt8(ascii: "}"))
     }
 
     /// Whether keys are sorted already (the common case for canonical bodies).

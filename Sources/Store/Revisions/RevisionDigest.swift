@@ -5,21 +5,32 @@ import Crypto
 /// body in canonical form (keys sorted) and the attachments' digests. Two
 /// peers that make the same edit to the same revision get the same id.
 enum RevisionDigest {
+    /// The digest as CouchDB writes it: 32 lower-case hex digits.
     static func digest(parent: RevisionID?, deleted: Bool, canonicalBody: [UInt8], attachments: [Attachment]) -> String {
+        bytes(parent: parent, deleted: deleted, canonicalBody: canonicalBody, attachments: attachments)
+            .withUnsafeBytes { HexDigest.unpack($0.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// The digest's 16 bytes: MD5 over the deletion flag, the parent's id and a
+    /// zero byte, the body, then per attachment (in name order) a zero byte,
+    /// its name, a zero byte and its digest.
+    static func bytes(parent: RevisionID?, deleted: Bool, canonicalBody: [UInt8], attachments: [Attachment]) -> Insecure.MD5Digest {
         var md5 = Insecure.MD5()
-        md5.update(data: [deleted ? 1 : 0])
-        md5.update(data: Array((parent?.description ?? "").utf8) + [0])
-        md5.update(data: canonicalBody)
+        func update(_ byte: UInt8) { withUnsafeBytes(of: byte) { md5.update(bufferPointer: $0) } }
+        func update(_ text: String) {
+            var text = text
+            text.withUTF8 { md5.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        }
+        update(deleted ? 1 : 0)
+        if let parent { update(parent.description) }
+        update(0)
+        canonicalBody.withUnsafeBytes { md5.update(bufferPointer: $0) }
         for attachment in attachments.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
-            md5.update(data: [0] + Array(attachment.name.utf8) + [0] + Array(attachment.digest.utf8))
+            update(0)
+            update(attachment.name)
+            update(0)
+            update(attachment.digest)
         }
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(32)
-        for byte in md5.finalize() {
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0xF)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return md5.finalize()
     }
 }

@@ -17,6 +17,8 @@
 // parents one generation older and earlier in the order) and throws rather
 // than trusting the bytes.
 
+import Crypto
+
 extension RevisionTree {
     /// The format version written as the first byte.
     static let encodingVersion: UInt8 = 1
@@ -24,43 +26,23 @@ extension RevisionTree {
     /// The compact binary form stored in the document's row; `init(decoding:)` reads it back.
     /// Equal trees give equal bytes.
     func encoded() -> [UInt8] {
-        var writer = ByteWriter()
         var capacity = 2 + nodes.count * 24
         for node in nodes { capacity += node.body?.count ?? 0 }
-        writer.bytes.reserveCapacity(capacity)
-        writer.bytes.append(Self.encodingVersion)
-        writer.writeVarint(UInt64(nodes.count))
+        var writer = ByteWriter(nodeCount: nodes.count, capacity: capacity)
         for (index, node) in nodes.enumerated() {
-            var flags: UInt8 = 0
-            if node.deleted { flags |= NodeFlags.deleted }
-            if node.parent != nil { flags |= NodeFlags.hasParent }
-            if node.body != nil { flags |= NodeFlags.hasBody }
-            if !node.attachments.isEmpty { flags |= NodeFlags.hasAttachments }
-            let flagsOffset = writer.bytes.count
-            writer.bytes.append(flags)
-            writer.writeVarint(UInt64(node.revision.generation))
-            if let parent = node.parent { writer.writeVarint(UInt64(index - parent)) }
-            if HexDigest.append(node.revision.digest, to: &writer.bytes) {
-                writer.bytes[flagsOffset] |= NodeFlags.packedDigest
-            } else {
-                writer.writeString(node.revision.digest)
-            }
-            if let body = node.body {
-                writer.writeVarint(UInt64(body.count))
-                writer.bytes.append(contentsOf: body)
-            }
-            if !node.attachments.isEmpty {
-                writer.writeVarint(UInt64(node.attachments.count))
-                for attachment in node.attachments {
-                    writer.writeString(attachment.name)
-                    writer.writeString(attachment.contentType)
-                    writer.writeSignedVarint(attachment.length)
-                    writer.writeString(attachment.digest)
-                    writer.writeSignedVarint(attachment.revpos)
-                    writer.writeString(attachment.key)
-                }
-            }
+            writer.writeNode(generation: node.revision.generation, parentDistance: node.parent.map { index - $0 },
+                             digest: .text(node.revision.digest), deleted: node.deleted,
+                             body: node.body, attachments: node.attachments)
         }
+        return writer.bytes
+    }
+
+    /// The encoding of a tree whose only revision is `1-<digest>`: the bytes
+    /// `encoded()` gives for that tree, written without building it.
+    static func encodedFirstRevision(digest: Insecure.MD5Digest, deleted: Bool, body: [UInt8], attachments: [Attachment]) -> [UInt8] {
+        var writer = ByteWriter(nodeCount: 1, capacity: 26 + body.count)
+        writer.writeNode(generation: 1, parentDistance: nil, digest: .packed(digest), deleted: deleted,
+                         body: body, attachments: attachments)
         return writer.bytes
     }
 
@@ -161,28 +143,27 @@ private enum NodeFlags {
 }
 
 /// CouchDB's usual digest, 32 lower-case hex digits, stored as its 16 bytes.
-private enum HexDigest {
+enum HexDigest {
     /// The size of a packed digest.
     static let packedCount = 16
 
     /// Appends the 16 bytes of `digest` and returns `true` when it is 32
     /// lower-case hex digits; otherwise appends nothing and returns `false`.
     static func append(_ digest: String, to bytes: inout [UInt8]) -> Bool {
+        guard digest.utf8.count == packedCount * 2 else { return false }
+        var packed: (UInt64, UInt64) = (0, 0)
         var digest = digest
-        return digest.withUTF8 { utf8 in
-            guard utf8.count == packedCount * 2 else { return false }
-            let start = bytes.count
-            var index = 0
-            while index < utf8.count {
-                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
-                    bytes.removeSubrange(start...)
-                    return false
+        let valid = digest.withUTF8 { utf8 in
+            withUnsafeMutableBytes(of: &packed) { output in
+                for index in 0..<packedCount {
+                    guard let high = nibble(utf8[2 * index]), let low = nibble(utf8[2 * index + 1]) else { return false }
+                    output[index] = high << 4 | low
                 }
-                bytes.append(high << 4 | low)
-                index += 2
+                return true
             }
-            return true
         }
+        if valid { withUnsafeBytes(of: &packed) { bytes.append(contentsOf: $0) } }
+        return valid
     }
 
     /// The value of a lower-case hex digit.
@@ -213,6 +194,61 @@ private enum HexDigest {
 private struct ByteWriter {
     /// What was written so far.
     var bytes: [UInt8] = []
+
+    /// A revision's digest as the writer receives it.
+    enum Digest {
+        /// As text: packed when it is 32 lower-case hex digits.
+        case text(String)
+        /// The 16 bytes of a digest this store computed.
+        case packed(Insecure.MD5Digest)
+    }
+
+    /// A writer that has written the header of a tree with `nodeCount` nodes.
+    init(nodeCount: Int, capacity: Int) {
+        bytes.reserveCapacity(capacity)
+        bytes.append(RevisionTree.encodingVersion)
+        writeVarint(UInt64(nodeCount))
+    }
+
+    /// One node, in the layout described at the top of this file.
+    mutating func writeNode(generation: Int, parentDistance: Int?, digest: Digest, deleted: Bool,
+                            body: [UInt8]?, attachments: [Attachment]) {
+        var flags: UInt8 = 0
+        if deleted { flags |= NodeFlags.deleted }
+        if parentDistance != nil { flags |= NodeFlags.hasParent }
+        if body != nil { flags |= NodeFlags.hasBody }
+        if !attachments.isEmpty { flags |= NodeFlags.hasAttachments }
+        let flagsOffset = bytes.count
+        bytes.append(flags)
+        writeVarint(UInt64(generation))
+        if let parentDistance { writeVarint(UInt64(parentDistance)) }
+        switch digest {
+        case .packed(let packed):
+            bytes[flagsOffset] |= NodeFlags.packedDigest
+            packed.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        case .text(let text):
+            if HexDigest.append(text, to: &bytes) {
+                bytes[flagsOffset] |= NodeFlags.packedDigest
+            } else {
+                writeString(text)
+            }
+        }
+        if let body {
+            writeVarint(UInt64(body.count))
+            bytes.append(contentsOf: body)
+        }
+        if !attachments.isEmpty {
+            writeVarint(UInt64(attachments.count))
+            for attachment in attachments {
+                writeString(attachment.name)
+                writeString(attachment.contentType)
+                writeSignedVarint(attachment.length)
+                writeString(attachment.digest)
+                writeSignedVarint(attachment.revpos)
+                writeString(attachment.key)
+            }
+        }
+    }
 
     /// An unsigned LEB128 varint: one byte for values below 128.
     mutating func writeVarint(_ value: UInt64) {

@@ -6,9 +6,15 @@ import CSQLite
 final class Connection {
     let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
+    private var literalStatements: [UnsafeRawPointer: Statement] = [:]
+
+    /// Process-wide SQLite settings, applied before the first connection opens:
+    /// no memory statistics (they cost a global mutex on every allocation).
+    private static let configured: Void = { _ = csqlite_disable_memory_statistics() }()
 
     /// Opens (creating if asked) the database file at `path`.
     init(path: String, readOnly: Bool) throws(StoreError) {
+        Self.configured
         var handle: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
@@ -24,6 +30,7 @@ final class Connection {
     }
 
     deinit {
+        literalStatements.removeAll()
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -40,7 +47,20 @@ final class Connection {
     }
 
     /// A prepared statement for `sql`, compiled once per connection and reused.
-    func statement(_ sql: String) throws(StoreError) -> Statement {
+    /// Looked up by the literal's address, which costs less than hashing its text.
+    func statement(_ sql: StaticString) throws(StoreError) -> Statement {
+        let key = UnsafeRawPointer(sql.utf8Start)
+        if let cached = literalStatements[key] {
+            cached.reset()
+            return cached
+        }
+        let statement = try statement(sql: sql.description)
+        literalStatements[key] = statement
+        return statement
+    }
+
+    /// A prepared statement for SQL built at run time, compiled once per connection and reused.
+    func statement(sql: String) throws(StoreError) -> Statement {
         if let cached = statements[sql] {
             cached.reset()
             return cached
@@ -53,6 +73,14 @@ final class Connection {
     /// Resets every cached statement, so none keeps a read snapshot or a table lock.
     func resetStatements() {
         for statement in statements.values { statement.reset() }
+    }
+
+    /// Pages written out (to the write-ahead log) since the last call.
+    func takePagesWritten() -> Int {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_WRITE, &current, &highest, 1)
+        return Int(current)
     }
 
     /// Rows changed by the last statement.

@@ -1,0 +1,39 @@
+import Foundation
+import XCTest
+@testable import Store
+
+/// Checkpoints of the write-ahead log, which run beside the writer.
+final class LogCheckpointTests: XCTestCase {
+    /// Under a steady load the pages reach the database file while it is open,
+    /// and the log starts afresh instead of growing with everything written.
+    func testLogIsCheckpointedAndRestartedUnderSteadyWrites() async throws {
+        let directory = TemporaryDirectory("checkpoint")
+        defer { directory.remove() }
+        let path = directory.file("c.sqlite")
+        let database = try Database.open(path: path)
+        defer { database.close() }
+        let filler = String(repeating: "x", count: 2000)
+        let batches = 20
+        for batch in 0..<batches {
+            let uploads = (0..<1000).map { index in
+                DocumentUpload(["_id": .string("doc-\(batch)-\(index)"), "filler": .string(filler)])
+            }
+            let results = try await database.bulkDocs(uploads)
+            XCTAssertTrue(results.allSatisfy { (try? $0.result.get()) != nil })
+        }
+        let written = batches * 1000 * filler.utf8.count
+        let pageBytes = 4096
+        // Give the last background checkpoint time to finish.
+        for _ in 0..<100 where fileSize(path) < written / 2 { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertGreaterThan(fileSize(path), written / 2, "checkpoints copied little into the database file")
+        let logBound = (LogCheckpointer.limit + 2 * LogCheckpointer.interval) * pageBytes
+        XCTAssertLessThan(logBound, written, "the test writes too little to show the log restarting")
+        XCTAssertLessThan(fileSize(path + "-wal"), logBound, "the log was never started afresh")
+        XCTAssertEqual(try database.info().docCount, batches * 1000)
+    }
+
+    private func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+}
