@@ -32,6 +32,24 @@ final class LogCheckpointTests: XCTestCase {
         XCTAssertEqual(try database.info().docCount, batches * 1000)
     }
 
+    /// Less than a checkpoint's worth of pages still reaches the database file
+    /// once the writer falls idle, so readers need not look pages up in the log.
+    func testIdleWriterLeavesNothingInTheLog() async throws {
+        let directory = TemporaryDirectory("checkpoint")
+        defer { directory.remove() }
+        let path = directory.file("c.sqlite")
+        let database = try Database.open(path: path)
+        defer { database.close() }
+        let before = fileSize(path)
+        let filler = String(repeating: "y", count: 2000)
+        let uploads = (0..<400).map { DocumentUpload(["_id": .string("doc-\($0)"), "filler": .string(filler)]) }
+        _ = try await database.bulkDocs(uploads)
+        let written = uploads.count * filler.utf8.count
+        XCTAssertLessThan(written / 4096, LogCheckpointer.interval, "the test should write less than a checkpoint's worth")
+        for _ in 0..<100 where fileSize(path) - before < written / 2 { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertGreaterThan(fileSize(path) - before, written / 2, "the log was not checkpointed when the writer fell idle")
+    }
+
     private func fileSize(_ path: String) -> Int {
         var info = stat()
         return stat(path, &info) == 0 ? Int(info.st_size) : 0

@@ -9,7 +9,9 @@ import Locking
 ///
 /// Under a steady stream of commits such a checkpoint never quite catches up,
 /// and SQLite starts the log afresh only after one that does; so every `limit`
-/// pages the writer checkpoints once itself, between two transactions.
+/// pages the writer checkpoints once itself, between two transactions. When
+/// the writer falls idle, a checkpoint copies what is left, after which
+/// readers read the database file alone, without looking pages up in the log.
 final class LogCheckpointer: Sendable {
     /// Pages written to the log between checkpoints, as SQLite's automatic checkpoint does.
     static let interval = 1000
@@ -19,6 +21,7 @@ final class LogCheckpointer: Sendable {
     private struct State {
         var pagesSinceCheckpoint = 0
         var pagesSinceCatchUp = 0
+        var commits = 0
         var running = false
         var requested = false
     }
@@ -40,6 +43,7 @@ final class LogCheckpointer: Sendable {
     func logged(pages: Int) {
         enum Step { case none, background, catchUp }
         let step = state.withLock { state -> Step in
+            state.commits += 1
             state.pagesSinceCatchUp += pages
             state.pagesSinceCheckpoint += pages
             if state.pagesSinceCatchUp >= Self.limit {
@@ -61,6 +65,20 @@ final class LogCheckpointer: Sendable {
         // Here, after a running checkpoint; the writer's next transaction then starts the log afresh.
         case .catchUp: checkpoint()
         case .background: thread.async { self.run() }
+        }
+    }
+
+    /// Called by the writer when no job is waiting. If it is still idle a
+    /// moment later, checkpoints what has gathered in the log (256 KiB or more).
+    func writerIdle() {
+        let commits = state.withLock { $0.commits }
+        thread.asyncAfter(deadline: .now() + .milliseconds(100)) {
+            let idle = self.state.withLock { state -> Bool in
+                guard state.commits == commits, state.pagesSinceCheckpoint >= 64, !state.running else { return false }
+                state.pagesSinceCheckpoint = 0
+                return true
+            }
+            if idle { self.checkpoint() }
         }
     }
 

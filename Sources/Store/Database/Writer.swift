@@ -109,7 +109,10 @@ final class Writer: Sendable {
                 if batch.isEmpty { queue.draining = false }
                 return batch
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                checkpointer.writerIdle()
+                return
+            }
             let (results, sequence) = connection.withLock { context in run(batch, in: &context) }
             for (job, result) in zip(batch, results) { job.complete(result) }
             if let sequence { committed(sequence) }
