@@ -52,27 +52,19 @@ extension JSON {
             output.append(UInt8(ascii: ":"))
             member.value.write(to: &output, sortedKeys: sortedKeys)
         }
-        if !sortedKeys || isSorted(members) {
+        guard sortedKeys, members.count > 1 else {
             for member in members { writeMember(member) }
-        } else {
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { buffer in
-                var order = buffer
-                for index in order.indices { order.initializeElement(at: index, to: index) }
+            return output.append(UInt8(ascii: "}"))
+        }
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { buffer in
+            var order = buffer
+            for index in order.indices { order.initializeElement(at: index, to: index) }
+            members.withUnsafeBufferPointer { members in
                 order.sort { precedes(members[$0].key, members[$1].key) }
                 for index in order { writeMember(members[index]) }
             }
         }
         output.append(UInt8(ascii: "}"))
-    }
-
-    /// Whether keys are sorted already (the common case for canonical bodies).
-    static func isSorted(_ members: [(key: String, value: JSON)]) -> Bool {
-        var previous: String?
-        for member in members {
-            if let previous, !precedes(previous, member.key) { return false }
-            previous = member.key
-        }
-        return true
     }
 
     /// Swift's string order: Unicode scalar order of the NFC forms, which is
