@@ -42,9 +42,9 @@ final class BulkValidation: Sendable {
     }
 
     /// The outcomes of chunk `index`, in upload order: checked here if no
-    /// thread has started it, else waited for. They stay here, so that the
-    /// thread that made them (not the writer) frees them: glibc frees memory
-    /// fastest on the thread that allocated it.
+    /// thread has started it, else waited for. They stay here and are freed
+    /// with the batch by the caller, off the writer's thread, which is what
+    /// limits a bulk write.
     func outcomes(ofChunk index: Int) -> [Outcome] {
         if claim(index) {
             finish(index)
