@@ -22,6 +22,7 @@ final class LogCheckpointer: Sendable {
         var pagesSinceCheckpoint = 0
         var pagesSinceCatchUp = 0
         var commits = 0
+        var idleCheckPending = false
         var running = false
         var requested = false
     }
@@ -68,17 +69,32 @@ final class LogCheckpointer: Sendable {
         }
     }
 
-    /// Called by the writer when no job is waiting. If it is still idle a
-    /// moment later, checkpoints what has gathered in the log (256 KiB or more).
+    /// Called by the writer when no job is waiting. Once no commit has come
+    /// for a moment, checkpoints what has gathered in the log (256 KiB or more).
     func writerIdle() {
-        let commits = state.withLock { $0.commits }
+        let commits = state.withLock { state -> Int? in
+            guard !state.idleCheckPending else { return nil }
+            state.idleCheckPending = true
+            return state.commits
+        }
+        if let commits { checkWhenQuiet(since: commits) }
+    }
+
+    private func checkWhenQuiet(since commits: Int) {
         thread.asyncAfter(deadline: .now() + .milliseconds(100)) {
-            let idle = self.state.withLock { state -> Bool in
-                guard state.commits == commits, state.pagesSinceCheckpoint >= 64, !state.running else { return false }
+            enum Next { case wait(Int), checkpoint, nothing }
+            let next = self.state.withLock { state -> Next in
+                if state.commits != commits { return .wait(state.commits) }
+                state.idleCheckPending = false
+                guard state.pagesSinceCheckpoint >= 64, !state.running else { return .nothing }
                 state.pagesSinceCheckpoint = 0
-                return true
+                return .checkpoint
             }
-            if idle { self.checkpoint() }
+            switch next {
+            case .wait(let commits): self.checkWhenQuiet(since: commits)
+            case .checkpoint: self.checkpoint()
+            case .nothing: break
+            }
         }
     }
 
