@@ -146,6 +146,19 @@ final class DocumentWriteTests: DatabaseTestCase {
         XCTAssertEqual(try database.info().docCount, expected.filter { $0 == nil }.count)
     }
 
+    /// Among new documents in one bulk write, one whose id is taken is refused
+    /// without using a sequence, and the others' sequences stay in order.
+    func testTakenIdsAmongNewDocumentsUseNoSequence() async throws {
+        _ = try await database.put(["_id": "b", "v": 0])
+        let results = try await database.bulkDocs(["a", "b", "c", "b", "d"].map { DocumentUpload(["_id": .string($0), "v": 1]) })
+        XCTAssertEqual(results.map { $0.result.failureError?.error }, [nil, "conflict", nil, "conflict", nil])
+        XCTAssertEqual(try database.info().updateSequence, 4)
+        let changes = try database.changes(ChangesOptions(since: 1)).changes
+        XCTAssertEqual(changes.map(\.id), ["a", "c", "d"])
+        XCTAssertEqual(changes.map(\.sequence), [2, 3, 4])
+        XCTAssertEqual(try database.document(id: "b").body["v"], 0)
+    }
+
     func testDocumentSizeLimit() async throws {
         var options = Database.Options()
         options.maximumDocumentSize = 1000
