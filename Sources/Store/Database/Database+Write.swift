@@ -225,7 +225,7 @@ enum DocumentUpdate {
         init(_ document: ParsedDocument) throws {
             let attachments = try resolve(document.attachments, generation: 1, parent: nil, in: RevisionTree())
             let digest = RevisionDigest.bytes(parent: nil, deleted: document.deleted, canonicalBody: document.bodyText, attachments: attachments)
-            revision = RevisionID(generation: 1, digest: digest.withUnsafeBytes { HexDigest.unpack($0.assumingMemoryBound(to: UInt8.self)) })
+            revision = RevisionID(generation: 1, digest: RevisionDigest.hex(digest))
             winner = revision.description
             tree = RevisionTree.encodedFirstRevision(digest: digest, deleted: document.deleted, body: document.bodyText, attachments: attachments)
         }

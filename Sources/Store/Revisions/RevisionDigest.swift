@@ -7,8 +7,12 @@ import Crypto
 enum RevisionDigest {
     /// The digest as CouchDB writes it: 32 lower-case hex digits.
     static func digest(parent: RevisionID?, deleted: Bool, canonicalBody: [UInt8], attachments: [Attachment]) -> String {
-        bytes(parent: parent, deleted: deleted, canonicalBody: canonicalBody, attachments: attachments)
-            .withUnsafeBytes { HexDigest.unpack($0.assumingMemoryBound(to: UInt8.self)) }
+        hex(bytes(parent: parent, deleted: deleted, canonicalBody: canonicalBody, attachments: attachments))
+    }
+
+    /// The 32 lower-case hex digits of a digest.
+    static func hex(_ digest: Insecure.MD5Digest) -> String {
+        digest.withUnsafeBytes { HexDigest.unpack($0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// The digest's 16 bytes: MD5 over the deletion flag, the parent's id and a
