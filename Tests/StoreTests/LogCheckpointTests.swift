@@ -3,15 +3,11 @@ import XCTest
 @testable import Store
 
 /// Checkpoints of the write-ahead log, which run beside the writer.
-final class LogCheckpointTests: XCTestCase {
+final class LogCheckpointTests: DatabaseTestCase {
     /// Under a steady load the pages reach the database file while it is open,
     /// and the log starts afresh instead of growing with everything written.
     func testLogIsCheckpointedAndRestartedUnderSteadyWrites() async throws {
-        let directory = TemporaryDirectory("checkpoint")
-        defer { directory.remove() }
-        let path = directory.file("c.sqlite")
-        let database = try Database.open(path: path)
-        defer { database.close() }
+        let path = database.path
         let filler = String(repeating: "x", count: 2000)
         let batches = 20
         for batch in 0..<batches {
@@ -35,11 +31,7 @@ final class LogCheckpointTests: XCTestCase {
     /// Less than a checkpoint's worth of pages still reaches the database file
     /// once the writer falls idle, so readers need not look pages up in the log.
     func testIdleWriterLeavesNothingInTheLog() async throws {
-        let directory = TemporaryDirectory("checkpoint")
-        defer { directory.remove() }
-        let path = directory.file("c.sqlite")
-        let database = try Database.open(path: path)
-        defer { database.close() }
+        let path = database.path
         let before = fileSize(path)
         let filler = String(repeating: "y", count: 2000)
         let uploads = (0..<400).map { DocumentUpload(["_id": .string("doc-\($0)"), "filler": .string(filler)]) }
