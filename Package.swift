@@ -28,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CAvahi", path: "Sources/CAvahi"),
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
+        .systemLibrary(name: "CZBar", path: "Sources/CZBar"),
+        .systemLibrary(name: "CStb", path: "Sources/CStb"),
 
         // The lock every module's shared state is guarded by (see Locked.swift).
         .target(name: "Locking"),
@@ -47,6 +49,8 @@ let package = Package(
                 "CAvahi",
                 "Locking",
                 "CQREncode",
+                "CZBar",
+                "CStb",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -59,7 +59,7 @@ public struct QRCode: Sendable, Hashable {
     }
 }
 
-/// Why a text could not become a QR code.
+/// Why a text could not become a QR code, or an image could not be read.
 public enum QRCodeError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The text holds a NUL character, which libqrencode's string API cannot carry.
     case containsNUL
@@ -67,6 +67,8 @@ public enum QRCodeError: Error, Sendable, Hashable, CustomStringConvertible {
     case tooLong(Int)
     /// libqrencode failed for another reason.
     case encodingFailed(String)
+    /// An image could not be read or scanned.
+    case decodingFailed(String)
 
     /// A one-line explanation.
     public var description: String {
@@ -74,6 +76,7 @@ public enum QRCodeError: Error, Sendable, Hashable, CustomStringConvertible {
         case .containsNUL: "the text contains a NUL character"
         case .tooLong(let bytes): "the text (\(bytes) bytes) is too long for a QR code"
         case .encodingFailed(let reason): "QR encoding failed: \(reason)"
+        case .decodingFailed(let reason): reason
         }
     }
 }

@@ -11,24 +11,23 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve the data directory's databases as a CouchDB-compatible HTTP(S) endpoint.",
         discussion: """
-            Prints "listening on URL" once the socket is bound (port 0 picks a free port), then runs \
-            until SIGTERM or SIGINT, finishing open requests before it exits.
+            Prints "listening on URL" for each address clients can use once the socket is bound (port 0 \
+            picks a free port), then runs until SIGTERM or SIGINT, finishing open requests before it exits. \
+            Nothing is open to anonymous clients: paired peers authenticate by certificate (--tls), users \
+            by password (`syncd user add`). One process serves a data directory at a time.
             """
     )
 
     @OptionGroup var data: DataOptions
 
-    @Option(help: "Address to listen on.")
+    @Option(help: "Address to listen on (0.0.0.0 for every address).")
     var host = "127.0.0.1"
 
     @Option(help: "TCP port; 0 picks a free one.")
     var port = 5984
 
-    @Flag(help: "Serve HTTPS with the node's self-signed certificate.")
+    @Flag(help: "Serve HTTPS with the node's self-signed certificate (needed by paired peers).")
     var tls = false
-
-    @Flag(name: .customLong("require-auth"), help: "Refuse anonymous requests (users are added with `syncd user add`).")
-    var requireAuth = false
 
     @Option(name: .customLong("max-request-size"), help: "Largest JSON request body in bytes.")
     var maximumRequestSize = 64 << 20
@@ -44,22 +43,19 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "syncd")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let catalog = try Catalog(directory: data.path)
-        defer { catalog.close() }
-        let identity = try NodeIdentity.loadOrCreate(in: data.path)
         var configuration = ListenerConfiguration()
         configuration.host = host
         configuration.port = port
         configuration.tls = tls
-        configuration.requireAuthentication = requireAuth
         configuration.maximumRequestSize = maximumRequestSize
-        let listener = Listener(catalog: catalog, identity: identity, users: UserStore(directory: data.path),
-                                configuration: configuration, logger: logger)
+        let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
+        defer { node.close() }
+        let identity = node.listener.identity
         let tlsEnabled = tls
-        let server = try listener.service { url in
-            var line = "listening on \(url)\n"
-            if tlsEnabled { line += "certificate sha256 fingerprint \(identity.fingerprint)\n" }
-            FileHandle.standardOutput.write(Data(line.utf8))
+        let server = try node.service { record in
+            var lines = record.urls.map { "listening on \($0)\n" }.joined()
+            if tlsEnabled { lines += "node ID \(identity.id)\n" }
+            FileHandle.standardOutput.write(Data(lines.utf8))
         }
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: server)],

@@ -1,4 +1,5 @@
 import ArgumentParser
+import SyncAgent
 
 /// The `syncd` command line: a peer-to-peer JSON document sync agent.
 @main
@@ -6,8 +7,12 @@ struct Syncd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncd",
         abstract: "Peer-to-peer JSON document sync agent.",
+        version: SyncdVersion.current,
         subcommands: [
             InfoCommand.self,
+            IdCommand.self,
+            PairCommand.self,
+            PeersCommand.self,
             ServeCommand.self,
             ReplicateCommand.self,
             UserCommand.self,

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SyncAgent
 
-/// Manages the users who may log in to `syncd serve`.
+/// Manages the users who may log in to the listener.
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
@@ -25,6 +25,12 @@ struct UserCommand: AsyncParsableCommand {
         @Option(name: .customLong("password-file"), help: "Read the password from the first line of this file.")
         var passwordFile: String?
 
+        @Flag(help: "Make the user a server admin (role _admin): may create and delete databases, compact, purge, and reach every database.")
+        var admin = false
+
+        @Option(name: .customLong("role"), help: "A role for the user (repeatable); databases grant access to roles in their _security.")
+        var roles: [String] = []
+
         func validate() throws {
             guard UserStore.isValidName(name) else { throw ValidationError("invalid user name: it must be non-empty, without ':' or control characters") }
         }
@@ -40,8 +46,10 @@ struct UserCommand: AsyncParsableCommand {
             let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
             guard !password.isEmpty else { throw ValidationError("the password is empty") }
-            try UserStore(directory: data.path).setPassword(password, for: name)
-            print("user \(name) saved")
+            let given = roles + (admin ? [UserStore.adminRole] : [])
+            try UserStore(directory: data.path).setPassword(password, for: name, roles: admin || !roles.isEmpty ? given : nil)
+            let saved = UserStore(directory: data.path).user(name)?.roles ?? []
+            print("user \(name) saved\(saved.isEmpty ? "" : " (roles: \(saved.joined(separator: ", ")))")")
         }
     }
 
@@ -70,7 +78,11 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var data: DataOptions
 
         func run() async throws {
-            for name in try UserStore(directory: data.path).names() { print(name) }
+            let users = UserStore(directory: data.path)
+            for name in try users.names() {
+                let roles = users.user(name)?.roles ?? []
+                print(roles.isEmpty ? name : "\(name) (\(roles.joined(separator: ", ")))")
+            }
         }
     }
 }

@@ -22,13 +22,14 @@ import Testing
     }
 
     @Test func basicAuthenticationAndWrongPasswordsFailAtOnceWithoutLeakingThem() async throws {
-        let server = try await TestListener.start(users: ["alice": "correct horse"]) { $0.requireAuthentication = true }
+        let server = try await TestListener.start(users: ["alice": "correct horse"])
         do {
             let source = try server.catalog.create("private")
+            try await source.setSecurity(["members": ["names": ["alice"]]])
             try await source.putDocuments(count: 5, prefix: "p")
             let pair = try LocalPair()
             defer { pair.close() }
-            let authority = server.url.replacingOccurrences(of: "http://", with: "")
+            let authority = server.anonymousURL.replacingOccurrences(of: "http://", with: "")
 
             let good = try RemoteEndpoint(url: "http://alice:correct%20horse@\(authority)/private")
             let copied = await Replicator(ReplicationConfiguration(source: good, target: LocalEndpoint(pair.a))).run()

@@ -7,12 +7,14 @@ import XCTest
 /// HTTP Basic authentication, `_session` cookies and refusing anonymous access.
 final class ListenerAuthTests: XCTestCase {
     func testBasicAuthentication() async throws {
-        let server = try await startListener(users: ["alice": "s3cret pass"]) { $0.requireAuthentication = true }
-        let anonymous = try await HTTP.request(.GET, server.url + "/")
+        let started = try await startListener(users: ["alice": "s3cret pass"])
+        try started.listener.users.setPassword("s3cret pass", for: "alice", roles: [UserStore.adminRole])
+        let anonymous = try await HTTP.request(.GET, started.anonymousURL + "/_all_dbs")
         XCTAssertEqual(anonymous.status, 401)
         XCTAssertEqual(anonymous.json["error"], "unauthorized")
         XCTAssertNotNil(anonymous.header("WWW-Authenticate"))
-        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 401)
+        try await assertEqual(try await HTTP.json(.PUT, started.anonymousURL + "/db").status, 401)
+        let server = (url: started.anonymousURL, listener: started.listener)
 
         let wrong = try await HTTP.json(.GET, server.url + "/", headers: [HTTP.basic("alice", "wrong")])
         XCTAssertEqual(wrong.status, 401)
@@ -27,6 +29,7 @@ final class ListenerAuthTests: XCTestCase {
 
         let session = try await HTTP.json(.GET, server.url + "/_session", headers: [HTTP.basic("alice", "s3cret pass")])
         XCTAssertEqual(session.json["userCtx"]?["name"], "alice")
+        XCTAssertEqual(session.json["userCtx"]?["roles"], ["_admin"])
         XCTAssertEqual(session.json["info"]?["authenticated"], "default")
     }
 
@@ -41,7 +44,9 @@ final class ListenerAuthTests: XCTestCase {
     }
 
     func testSessionCookie() async throws {
-        let server = try await startListener(users: ["bob": "hunter2"]) { $0.requireAuthentication = true }
+        let started = try await startListener(users: ["bob": "hunter2"])
+        try started.listener.users.setPassword("hunter2", for: "bob", roles: [UserStore.adminRole])
+        let server = (url: started.anonymousURL, listener: started.listener)
         let refused = try await HTTP.request(.POST, server.url + "/_session", json: ["name": "bob", "password": "nope"])
         XCTAssertEqual(refused.status, 401)
         XCTAssertNil(refused.header("Set-Cookie"))
@@ -50,6 +55,7 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertEqual(login.status, 200)
         XCTAssertEqual(login.json["ok"], true)
         XCTAssertEqual(login.json["name"], "bob")
+        XCTAssertEqual(login.json["roles"], ["_admin"])
         let setCookie = try XCTUnwrap(login.header("Set-Cookie"))
         XCTAssertTrue(setCookie.hasPrefix("AuthSession="))
         XCTAssertTrue(setCookie.contains("HttpOnly"))
@@ -73,18 +79,64 @@ final class ListenerAuthTests: XCTestCase {
 
         // A new password ends sessions made with the old one.
         try server.listener.users.setPassword("changed", for: "bob")
+        try await Task.sleep(for: .milliseconds(10))
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [("Cookie", cookie)]).status, 401)
     }
 
-    func testAnonymousAllowedUnlessRequiredButWrongCredentialsNever() async throws {
+    func testAnonymousGetsOnlyWhatIsOpenAndWrongCredentialsNever() async throws {
         let server = try await startListener(users: ["carol": "pw"])
-        try await assertEqual(try await HTTP.json(.GET, server.url + "/").status, 200)
-        try await assertEqual(try await HTTP.json(.GET, server.url + "/", headers: [HTTP.basic("carol", "bad")]).status, 401)
-        let session = try await HTTP.json(.GET, server.url + "/_session")
+        try await assertEqual(try await HTTP.json(.GET, server.anonymousURL + "/").status, 200)
+        try await assertEqual(try await HTTP.json(.GET, server.anonymousURL + "/_up").status, 200)
+        try await assertEqual(try await HTTP.json(.GET, server.anonymousURL + "/", headers: [HTTP.basic("carol", "bad")]).status, 401)
+        let session = try await HTTP.json(.GET, server.anonymousURL + "/_session")
         XCTAssertEqual(session.json["userCtx"]?["name"], .null)
+        XCTAssertEqual(session.json["userCtx"]?["roles"], [])
+        let carol = try await HTTP.json(.GET, server.anonymousURL + "/_session", headers: [HTTP.basic("carol", "pw")])
+        XCTAssertEqual(carol.json["userCtx"]?["name"], "carol")
+        XCTAssertEqual(carol.json["userCtx"]?["roles"], [], "a user is admin only if made so")
     }
 
-    func testPasswordsAreStoredSaltedAndPrivate() throws {
+    /// An unknown user and a wrong password go through the same check, at the
+    /// same cost: the unknown user's password is hashed against a decoy.
+    func testUnknownUserAndWrongPasswordTakeTheSamePath() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let users = UserStore(directory: directory.path, iterations: 20_000)
+        try users.setPassword("right", for: "known")
+        func median(_ name: String) async throws -> Duration {
+            var times: [Duration] = []
+            for _ in 0..<9 {
+                let start = ContinuousClock.now
+                let result = try await users.verify(name: name, password: "wrong")
+                XCTAssertNil(result)
+                times.append(ContinuousClock.now - start)
+            }
+            return times.sorted()[4]
+        }
+        let known = try await median("known")
+        let unknown = try await median("nobody")
+        // Both hash 20,000 rounds; an early return for the unknown name would take microseconds.
+        XCTAssertGreaterThan(unknown, known / 4, "unknown \(unknown), wrong password \(known)")
+        let right = try await users.verify(name: "known", password: "right")
+        XCTAssertNotNil(right)
+    }
+
+    /// Repeated failures from one address are refused before they are checked.
+    func testRepeatedFailuresAreSlowedDown() async throws {
+        let server = try await startListener(users: ["dan": "pw"])
+        var statuses: [Int] = []
+        for _ in 0..<12 {
+            statuses.append(try await HTTP.json(.GET, server.anonymousURL + "/_session", headers: [HTTP.basic("dan", "guess")]).status)
+        }
+        XCTAssertEqual(Array(statuses.prefix(10)), Array(repeating: 401, count: 10))
+        XCTAssertEqual(statuses.last, 429)
+        let limited = try await HTTP.request(.GET, server.anonymousURL + "/_session", headers: [HTTP.basic("dan", "pw")])
+        XCTAssertEqual(limited.status, 429, "even the right password waits once the address is limited")
+        XCTAssertNotNil(limited.header("Retry-After"))
+        XCTAssertEqual(limited.json["error"], "too_many_requests")
+    }
+
+    func testPasswordsAreStoredSaltedAndPrivate() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let users = UserStore(directory: directory.path, iterations: 20_000)
@@ -93,14 +145,17 @@ final class ListenerAuthTests: XCTestCase {
         let text = try String(contentsOfFile: users.path, encoding: .utf8)
         XCTAssertFalse(text.contains("correct horse"))
         let json = try JSON(parsing: text)
-        XCTAssertNotEqual(json["users"]?["dave"]?["derived_key"], json["users"]?["erin"]?["derived_key"])
+        XCTAssertNotEqual(json["users"]?["dave"]?["password"]?["derived_key"], json["users"]?["erin"]?["password"]?["derived_key"])
         let mode = try FileManager.default.attributesOfItem(atPath: users.path)[.posixPermissions] as? Int
         XCTAssertEqual(mode, 0o600)
-        XCTAssertTrue(users.verify(name: "dave", password: "correct horse"))
-        XCTAssertFalse(users.verify(name: "dave", password: "correct horse "))
+        let dave = try await users.verify(name: "dave", password: "correct horse")
+        XCTAssertNotNil(dave)
+        let spaced = try await users.verify(name: "dave", password: "correct horse ")
+        XCTAssertNil(spaced)
         XCTAssertEqual(try users.names(), ["dave", "erin"])
         XCTAssertTrue(try users.remove("dave"))
-        XCTAssertFalse(users.verify(name: "dave", password: "correct horse"))
+        let removed = try await users.verify(name: "dave", password: "correct horse")
+        XCTAssertNil(removed)
         XCTAssertThrowsError(try users.setPassword("x", for: "a:b"))
     }
 }

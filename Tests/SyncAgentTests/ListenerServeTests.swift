@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOSSL
 import Store
 import SyncAgent
 import XCTest
@@ -9,21 +10,30 @@ final class ListenerServeTests: XCTestCase {
     func testServePrintsItsURLAnswersAndStopsOnSIGTERM() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
+        let passwordFile = directory.path + "/password.txt"
+        try "root pw\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let add = try run(["user", "add", "root", "--admin", "--password-file", passwordFile, "--data", directory.path])
+        XCTAssertEqual(add.output, "user root saved (roles: _admin)\n")
         let serve = try await ServeProcess.start(["--data", directory.path, "--port", "0"])
         XCTAssertTrue(serve.url.hasPrefix("http://127.0.0.1:"), serve.url)
+        let second = try await ServeProcess.startFailing(["--data", directory.path, "--port", "0"])
+        XCTAssertNotEqual(second.status, 0)
+        XCTAssertTrue(second.output.contains("another syncd (pid "), second.output)
         let welcome = try await HTTP.json(.GET, serve.url + "/")
         XCTAssertEqual(welcome.status, 200)
         XCTAssertEqual(welcome.json["couchdb"], "Welcome")
         let uuid = try String(contentsOfFile: directory.path + "/node-uuid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertEqual(welcome.json["uuid"]?.stringValue, uuid)
-        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db").status, 201)
-        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db/a", ["x": 1]).status, 201)
+        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db").status, 401)
+        let root = HTTP.basic("root", "root pw")
+        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db", headers: [root]).status, 201)
+        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db/a", ["x": 1], headers: [root]).status, 201)
         let status = await serve.stop()
         XCTAssertEqual(status, 0)
         XCTAssertNotNil(try Catalog(directory: directory.path).database("db").document(id: "a"))
     }
 
-    func testServeWithUsersRequiredAuthAndTLS() async throws {
+    func testServeWithUsersAndTLS() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let passwordFile = directory.path + "/password.txt"
@@ -35,21 +45,25 @@ final class ListenerServeTests: XCTestCase {
         XCTAssertEqual(try run(["user", "list", "--data", directory.path]).output, "frank\ngina\n")
         XCTAssertFalse(try String(contentsOfFile: directory.path + "/users.json", encoding: .utf8).contains("pa:ss"))
 
-        let serve = try await ServeProcess.start(["--data", directory.path, "--port", "0", "--require-auth", "--tls"])
+        let serve = try await ServeProcess.start(["--data", directory.path, "--port", "0", "--tls"])
         defer { Task { await serve.stop() } }
         XCTAssertTrue(serve.url.hasPrefix("https://"), serve.url)
         let identity = try NodeIdentity.loadOrCreate(in: directory.path)
         var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = try NodeIdentity.pinnedClientTLSConfiguration(trusting: identity.certificateDER)
+        configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: identity.certificateDER, format: .der))
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let anonymous = try await HTTP.json(.GET, serve.url + "/", client: client)
-        let frank = try await HTTP.json(.GET, serve.url + "/", headers: [HTTP.basic("frank", "pa:ss word")], client: client)
-        let gina = try await HTTP.json(.GET, serve.url + "/", headers: [HTTP.basic("gina", "from stdin")], client: client)
+        let anonymous = try await HTTP.json(.GET, serve.url + "/_session", client: client)
+        let frank = try await HTTP.json(.GET, serve.url + "/_session", headers: [HTTP.basic("frank", "pa:ss word")], client: client)
+        let gina = try await HTTP.json(.GET, serve.url + "/_uuids", headers: [HTTP.basic("gina", "from stdin")], client: client)
+        let ginaAllDbs = try await HTTP.json(.GET, serve.url + "/_all_dbs", headers: [HTTP.basic("gina", "from stdin")], client: client)
+        let nobody = try await HTTP.json(.GET, serve.url + "/_uuids", client: client)
         try await client.shutdown()
-        XCTAssertEqual(anonymous.status, 401)
-        XCTAssertEqual(frank.status, 200)
+        XCTAssertEqual(anonymous.json["userCtx"]?["name"], .null)
+        XCTAssertEqual(frank.json["userCtx"]?["name"], "frank")
         XCTAssertEqual(gina.status, 200)
+        XCTAssertEqual(ginaAllDbs.status, 403, "only server admins list databases")
+        XCTAssertEqual(nobody.status, 401)
 
         XCTAssertEqual(try run(["user", "remove", "frank", "--data", directory.path]).status, 0)
         XCTAssertNotEqual(try run(["user", "remove", "frank", "--data", directory.path]).status, 0)
@@ -57,18 +71,7 @@ final class ListenerServeTests: XCTestCase {
     }
 
     private func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try SyncdCommand.run(arguments, input: input)
+        return (result.status, result.output)
     }
 }

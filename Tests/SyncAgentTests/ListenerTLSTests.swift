@@ -26,7 +26,7 @@ final class ListenerTLSTests: XCTestCase {
         let server = try await startListener { $0.tls = true }
         XCTAssertTrue(server.url.hasPrefix("https://127.0.0.1:"))
         var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = try NodeIdentity.pinnedClientTLSConfiguration(trusting: server.listener.identity.certificateDER)
+        configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der))
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
@@ -44,7 +44,7 @@ final class ListenerTLSTests: XCTestCase {
         let stranger = try TemporaryDirectory()
         defer { stranger.remove() }
         var wrong = HTTPClient.Configuration()
-        wrong.tlsConfiguration = try NodeIdentity.pinnedClientTLSConfiguration(trusting: try NodeIdentity.loadOrCreate(in: stranger.path).certificateDER)
+        wrong.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: try NodeIdentity.loadOrCreate(in: stranger.path).certificateDER, format: .der))
         wrong.connectionPool.retryConnectionEstablishment = false
         let suspicious = HTTPClient(eventLoopGroupProvider: .singleton, configuration: wrong)
         do {

@@ -4,7 +4,7 @@ import XCTest
 /// Drives `syncd serve` through couchdb3, an independent CouchDB client
 /// library from PyPI (installed by the test command; see Tests/python).
 final class ListenerThirdPartyClientTests: XCTestCase {
-    func testCouchDB3ClientAnonymousAndWithCookieLogin() throws {
+    func testCouchDB3ClientWithCookieLogin() throws {
         let script = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("python/run-couchdb3-test.sh").path

@@ -23,12 +23,14 @@ import Testing
         let (picked, _) = await (try ReplicateProcess(["replicate", "src", "picked", "--doc-ids", "c1", "c2"] + data)).finish()
         #expect(picked == 0)
 
+        try ServeProcess.addAdmin(to: directory.path)
         let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
-        let (pushed, pushOutput) = await (try ReplicateProcess(["replicate", "copy", server.url + "/remote-copy", "--create-target"] + data)).finish()
+        let (pushed, pushOutput) = await (try ReplicateProcess(["replicate", "copy", server.adminURL + "/remote-copy", "--create-target"]
+                                                                + ["--data", directory.path + "/client"])).finish()
         #expect(pushed == 0, "\(pushOutput)")
-        let info = try await HTTP.json(.GET, server.url + "/remote-copy").json
-        let evens = try await HTTP.json(.GET, server.url + "/evens").json
-        let pickedInfo = try await HTTP.json(.GET, server.url + "/picked").json
+        let info = try await HTTP.json(.GET, server.adminURL + "/remote-copy").json
+        let evens = try await HTTP.json(.GET, server.adminURL + "/evens").json
+        let pickedInfo = try await HTTP.json(.GET, server.adminURL + "/picked").json
         await server.stop()
         #expect(info["doc_count"] == 12)
         #expect(evens["doc_count"] == 6)
@@ -38,10 +40,11 @@ import Testing
     @Test func aContinuousReplicationStopsCleanlyOnSIGTERM() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli-continuous")
         defer { directory.remove() }
+        try ServeProcess.addAdmin(to: directory.path)
         let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
-        #expect(try await HTTP.json(.PUT, server.url + "/feed").status == 201)
-        #expect(try await HTTP.json(.PUT, server.url + "/feed/first", ["v": 1]).status == 201)
-        let replicate = try ReplicateProcess(["replicate", server.url + "/feed", "mirror", "--continuous",
+        #expect(try await HTTP.json(.PUT, server.adminURL + "/feed").status == 201)
+        #expect(try await HTTP.json(.PUT, server.adminURL + "/feed/first", ["v": 1]).status == 201)
+        let replicate = try ReplicateProcess(["replicate", server.adminURL + "/feed", "mirror", "--continuous",
                                               "--data", directory.path + "/client"])
         // Wait until the first document is through (the process then follows the continuous feed).
         let deadline = ContinuousClock.now + .seconds(20)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the couchdb3 client test against a fresh `syncd serve`, anonymous and
-# then with --require-auth and a user (cookie login). Exits non-zero on failure.
+# Runs the couchdb3 client test against a fresh `syncd serve` with a server
+# admin (cookie login). Exits non-zero on failure.
 # Usage: Tests/python/run-couchdb3-test.sh [path/to/syncd]   (needs: pip install couchdb3)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,12 +26,8 @@ serve() {
     return 1
 }
 
-serve anonymous
-python3 "$here/couchdb3_client_test.py" "$url"
-kill "$pid"; wait "$pid"; pid=""
-
 mkdir -p "$work/auth"
-printf 'py-test-password\n' | "$syncd" user add pytester --data "$work/auth" >/dev/null
-serve auth --require-auth
+printf 'py-test-password\n' | "$syncd" user add pytester --admin --data "$work/auth" >/dev/null
+serve auth
 python3 "$here/couchdb3_client_test.py" "$url" --user pytester --password py-test-password
 kill "$pid"; wait "$pid"; pid=""

@@ -1,22 +1,13 @@
 import Foundation
 import Hummingbird
 
-/// Who made a request, and how they proved it.
-struct AuthenticatedUser: Sendable {
-    /// The user name.
-    let name: String
-    /// `cookie` or `default` (HTTP Basic), as CouchDB's `_session` reports it.
-    let method: String
-    /// When a session cookie was issued.
-    var issued: Date?
-}
-
 extension Listener {
-    /// The user a request proves to be (Basic credentials or an `AuthSession`
-    /// cookie), `nil` for an anonymous request. Wrong credentials are refused
-    /// with 401, and so is an anonymous request when anonymous access is off,
-    /// except for what a client needs to log in (`/_session`, `/_up`).
-    func authenticate(_ request: Request, route: Route) throws(CouchError) -> AuthenticatedUser? {
+    /// Who a request proves to be: a paired peer by its TLS client
+    /// certificate, a user by Basic credentials or an `AuthSession` cookie,
+    /// else anonymous. Wrong credentials are refused with 401; an address
+    /// that keeps failing is refused with 429 before its guess is checked.
+    func authenticate(_ request: Request, context: ListenerContext) async throws(CouchError) -> Principal {
+        let address = context.clientAddress
         if let header = request.headers[.authorization] {
             let parts = header.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "basic" {
@@ -25,33 +16,49 @@ extension Listener {
                       let colon = text.firstIndex(of: ":")
                 else { throw Self.unauthorized("Authorization header is malformed.") }
                 let name = String(text[..<colon])
-                let password = String(text[text.index(after: colon)...])
-                guard users.verify(name: name, password: password) else {
-                    throw Self.unauthorized("Name or password is incorrect.")
-                }
-                return AuthenticatedUser(name: name, method: "default")
+                let record = try await checkPassword(name: name, password: String(text[text.index(after: colon)...]), from: address)
+                return .user(name: name, record: record, method: "default", issued: nil)
             }
         }
         for cookie in request.headers[values: .cookie].flatMap({ $0.split(separator: ";") }) {
             let pair = cookie.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0] == "AuthSession", !pair[1].isEmpty else { continue }
-            if let session = sessions.verify(String(pair[1]), salt: { users.salt(of: $0) }) {
-                return AuthenticatedUser(name: session.name, method: "cookie", issued: session.issued)
+            if let session = sessions.verify(String(pair[1]), salt: { users.salt(of: $0) }),
+               let record = users.user(session.name) {
+                return .user(name: session.name, record: record, method: "cookie", issued: session.issued)
             }
         }
-        if configuration.requireAuthentication {
-            switch route {
-            case .server("_session"), .server("_up"): return nil
-            default:
-                var error = Self.unauthorized("Authentication required.")
-                error.headers[.wwwAuthenticate] = "Basic realm=\"syncd\""
-                throw error
-            }
+        if let client = await connections.client(of: context.channel), let peer = peers.peer(id: client.id) {
+            peers.seen(client.id, fromHost: context.channel.remoteAddress?.ipAddress)
+            return .peer(peer)
         }
-        return nil
+        return .anonymous
     }
 
-    static func unauthorized(_ reason: String) -> CouchError {
-        CouchError(.unauthorized, "unauthorized", reason)
+    /// The user whose password `password` is; 401 if none, 429 when `address`
+    /// failed too often, 503 when too many checks are waiting.
+    func checkPassword(name: String, password: String, from address: String) async throws(CouchError) -> UserRecord {
+        if let wait = passwordAttempts.wait(for: address) {
+            var error = CouchError(.tooManyRequests, "too_many_requests", "Too many failed logins from this address; retry later.")
+            error.headers[.retryAfter] = String(Int(wait.rounded(.up)))
+            throw error
+        }
+        do {
+            if let record = try await users.verify(name: name, password: password) { return record }
+        } catch {
+            var busy = CouchError(.serviceUnavailable, "service_unavailable", "Too many logins are being checked; retry later.")
+            busy.headers[.retryAfter] = "1"
+            throw busy
+        }
+        passwordAttempts.failed(address)
+        logger.warning("failed login from \(address)")
+        throw Self.unauthorized("Name or password is incorrect.")
+    }
+
+    /// CouchDB's 401; `challenge` adds `WWW-Authenticate`, for a request that sent no credentials.
+    static func unauthorized(_ reason: String, challenge: Bool = false) -> CouchError {
+        var error = CouchError(.unauthorized, "unauthorized", reason)
+        if challenge { error.headers[.wwwAuthenticate] = "Basic realm=\"syncd\"" }
+        return error
     }
 }

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
+import Store
 
 /// A salted password hash: PBKDF2 with HMAC-SHA256, as CouchDB's
 /// `password_scheme = pbkdf2` (with SHA-256 and many more iterations).
-struct PasswordHash: Sendable, Hashable, Codable {
+public struct PasswordHash: Sendable, Hashable, Codable {
     /// Random salt, hex.
     var salt: String
     /// PBKDF2 iterations.
@@ -12,7 +13,7 @@ struct PasswordHash: Sendable, Hashable, Codable {
     var derivedKey: String
 
     /// Iterations for new hashes: slow enough to make guessing expensive.
-    static let defaultIterations = 200_000
+    public static let defaultIterations = 200_000
 
     enum CodingKeys: String, CodingKey {
         case salt, iterations
@@ -22,14 +23,14 @@ struct PasswordHash: Sendable, Hashable, Codable {
     /// A new hash of `password` with a fresh random salt.
     init(password: String, iterations: Int = PasswordHash.defaultIterations) {
         let salt = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        self.salt = Self.hex(salt)
+        self.salt = Hex.string(salt)
         self.iterations = iterations
-        self.derivedKey = Self.hex(Self.pbkdf2(password: Array(password.utf8), salt: salt, iterations: iterations))
+        self.derivedKey = Hex.string(Self.pbkdf2(password: Array(password.utf8), salt: salt, iterations: iterations))
     }
 
     /// Whether `password` is the one hashed, compared in constant time.
     func matches(_ password: String) -> Bool {
-        guard let salt = Self.bytes(hex: salt), let expected = Self.bytes(hex: derivedKey) else { return false }
+        guard let salt = Hex.bytes(salt), let expected = Hex.bytes(derivedKey) else { return false }
         let actual = Self.pbkdf2(password: Array(password.utf8), salt: salt, iterations: iterations, length: expected.count)
         return zip(actual, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0 && actual.count == expected.count
     }
@@ -50,23 +51,5 @@ struct PasswordHash: Sendable, Hashable, Codable {
             block += 1
         }
         return Array(output.prefix(length))
-    }
-
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-            index += 2
-        }
-        return bytes
     }
 }

@@ -1,32 +1,63 @@
 import Crypto
 import Foundation
 import Locking
+import NIOPosix
+import Synchronization
 
-/// The users who may log in to the listener, with salted password hashes,
-/// kept in `users.json` in the data directory (mode 0600).
+/// A user who may log in to the listener: a salted password hash and roles.
+/// A user with the role `_admin` is a server admin; other users reach the
+/// databases whose `_security` names them or one of their roles.
+public struct UserRecord: Sendable, Hashable, Codable {
+    /// The password's salted hash.
+    var password: PasswordHash
+    /// The user's roles (`_admin` for a server admin).
+    public var roles: [String]
+
+    /// Whether the user is a server admin.
+    public var isAdmin: Bool { roles.contains(UserStore.adminRole) }
+}
+
+/// The users who may log in to the listener, kept in `users.json` in the
+/// data directory (mode 0600).
 ///
 /// The file is re-read when it changes, so `syncd user add` takes effect on
-/// a running listener. Verified passwords are remembered in memory (as a
-/// keyed hash, never in clear) so repeated Basic authentication stays cheap.
+/// a running listener. Password checks run PBKDF2 on a thread of their own,
+/// never on the listener's event loops or Swift's cooperative threads, with a
+/// bounded queue: a flood of wrong passwords is refused rather than allowed to
+/// starve other clients. An unknown user costs exactly what a wrong password
+/// costs, so the answer's timing does not tell which names exist. Verified
+/// passwords are remembered (as a keyed hash, never in clear) so repeated
+/// Basic authentication stays cheap.
 public final class UserStore: Sendable {
+    /// The role that makes a user a server admin.
+    public static let adminRole = "_admin"
     /// The file holding the users.
-    public let path: String
-    private struct State {
-        var users: [String: PasswordHash] = [:]
-        var modified: Date?
-        /// HMAC of name and password for passwords already verified.
-        var verified: Set<[UInt8]> = []
+    public var path: String { file.path }
+    private struct File: Codable {
+        var users: [String: UserRecord] = [:]
     }
-    private let state = Locked(State())
+    private let file: StateFile<File>
+    private let verified = Locked<Set<[UInt8]>>([])
     private let cacheKey = SymmetricKey(size: .bits256)
     private let iterations: Int
+    /// Stands in for an unknown user's hash, so that checking one costs the same.
+    private let decoy: PasswordHash
+    private let hashing: NIOThreadPool
+    private let waiting = Atomic<Int>(0)
+    /// The most password checks waiting for the hashing thread.
+    static let maximumWaiting = 16
 
     /// The users of the data directory `directory`; new passwords are hashed
     /// with `iterations` rounds of PBKDF2 (fewer only for tests).
-    public init(directory: String, iterations: Int = 200_000) {
-        self.path = directory + "/users.json"
+    public init(directory: String, iterations: Int = PasswordHash.defaultIterations) {
+        self.file = StateFile(path: directory + "/users.json", empty: File())
         self.iterations = max(1, iterations)
+        self.decoy = PasswordHash(password: UUID().uuidString, iterations: max(1, iterations))
+        self.hashing = NIOThreadPool(numberOfThreads: 1)
+        hashing.start()
     }
+
+    deinit { hashing.shutdownGracefully { _ in } }
 
     /// Whether `name` can be a user name: non-empty, no `:` (it separates name and password in Basic auth), no control characters.
     public static func isValidName(_ name: String) -> Bool {
@@ -35,99 +66,81 @@ public final class UserStore: Sendable {
 
     /// The user names, sorted.
     public func names() throws -> [String] {
-        try load().keys.sorted()
+        try file.load().users.keys.sorted()
     }
 
-    /// Adds a user, or sets the password of an existing one.
-    public func setPassword(_ password: String, for name: String) throws {
+    /// The user called `name`, if any.
+    public func user(_ name: String) -> UserRecord? {
+        (try? file.load())?.users[name]
+    }
+
+    /// Adds a user, or sets the password of an existing one; `roles`, when
+    /// given, replaces the user's roles (a new user without roles has none).
+    public func setPassword(_ password: String, for name: String, roles: [String]? = nil) throws {
         guard Self.isValidName(name) else { throw UserStoreError.invalidName(name) }
         guard !password.isEmpty else { throw UserStoreError.emptyPassword }
-        var users = try load()
-        users[name] = PasswordHash(password: password, iterations: iterations)
-        try save(users)
+        let hash = PasswordHash(password: password, iterations: iterations)
+        try file.update { file in
+            file.users[name] = UserRecord(password: hash, roles: roles ?? file.users[name]?.roles ?? [])
+        }
+        verified.withLock { $0.removeAll() }
     }
 
     /// Removes a user; `false` if there was none.
     @discardableResult
     public func remove(_ name: String) throws -> Bool {
-        var users = try load()
-        guard users.removeValue(forKey: name) != nil else { return false }
-        try save(users)
-        return true
+        let removed = try file.update { $0.users.removeValue(forKey: name) != nil }
+        verified.withLock { $0.removeAll() }
+        return removed
     }
 
-    /// Whether `password` is the password of `name`.
-    public func verify(name: String, password: String) -> Bool {
-        guard let users = try? load(), let hash = users[name] else { return false }
+    /// The user if `password` is `name`'s password, else `nil`. Throws
+    /// ``UserStoreError/busy`` when too many checks are already waiting.
+    public func verify(name: String, password: String) async throws(UserStoreError) -> UserRecord? {
+        let record = user(name)
+        let hash = record?.password ?? decoy
         let token = Array(HMAC<SHA256>.authenticationCode(for: Array("\(name)\u{0}\(hash.salt)\u{0}\(password)".utf8), using: cacheKey))
-        if state.withLock({ $0.verified.contains(token) }) { return true }
-        guard hash.matches(password) else { return false }
-        state.withLock { state in
-            if state.verified.count > 1000 { state.verified.removeAll() }
-            state.verified.insert(token)
+        if record != nil, verified.withLock({ $0.contains(token) }) { return record }
+        guard waiting.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            throw .busy
         }
-        return true
+        defer { waiting.subtract(1, ordering: .relaxed) }
+        let matches: Bool
+        do {
+            matches = try await hashing.runIfActive { hash.matches(password) }
+        } catch {
+            throw .busy
+        }
+        guard matches, let record else { return nil }
+        verified.withLock { verified in
+            if verified.count > 1000 { verified.removeAll() }
+            verified.insert(token)
+        }
+        return record
     }
 
     /// The salt of `name`'s password (session cookies are bound to it), if the user exists.
     func salt(of name: String) -> String? {
-        (try? load())?[name]?.salt
-    }
-
-    private func load() throws -> [String: PasswordHash] {
-        let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
-        if let cached = state.withLock({ $0.modified == modified ? $0.users : nil }) { return cached }
-        var users: [String: PasswordHash] = [:]
-        if modified != nil {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            users = try JSONDecoder().decode(UserFile.self, from: data).users
-        }
-        state.withLock { state in
-            state.users = users
-            state.modified = modified
-            state.verified.removeAll()
-        }
-        return users
-    }
-
-    private func save(_ users: [String: PasswordHash]) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(UserFile(users: users))
-        let temporary = path + ".tmp-\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw UserStoreError.io(path, errno) }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
-        close(fd)
-        guard written == data.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw UserStoreError.io(path, errno)
-        }
-        state.withLock { $0.modified = nil }
-    }
-
-    private struct UserFile: Codable {
-        var users: [String: PasswordHash]
+        user(name)?.password.salt
     }
 }
 
-/// Why a user could not be added or removed.
+/// Why a user could not be added, removed or checked.
 public enum UserStoreError: Error, CustomStringConvertible {
     /// The name is empty, contains `:` or control characters.
     case invalidName(String)
     /// The password is empty.
     case emptyPassword
-    /// The users file could not be written.
-    case io(String, Int32)
+    /// Too many password checks are waiting; the client should retry later.
+    case busy
 
     /// What is wrong, for people.
     public var description: String {
         switch self {
         case .invalidName(let name): "invalid user name \"\(name)\": it must be non-empty, without ':' or control characters"
         case .emptyPassword: "the password must not be empty"
-        case .io(let path, let code): "cannot write \(path): \(String(cString: strerror(code)))"
+        case .busy: "too many password checks are waiting; retry later"
         }
     }
 }

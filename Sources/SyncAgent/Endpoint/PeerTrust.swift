@@ -1,4 +1,3 @@
-import Crypto
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -11,28 +10,18 @@ public enum PeerTrust: Sendable {
     case system
     /// Only this certificate, whatever host name it names.
     case certificate(NIOSSLCertificate)
-    /// Only a certificate whose DER encoding has this SHA-256 (hex, colons and case ignored).
+    /// Only a certificate whose DER encoding has this SHA-256 (hex, colons and
+    /// case ignored, or a node ID), verified in the TLS handshake's callback.
     case fingerprint(String)
-
-    /// The client TLS configuration that trusts exactly `certificate`.
-    static func pinned(_ certificate: NIOSSLCertificate) -> TLSConfiguration {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.trustRoots = .certificates([certificate])
-        configuration.certificateVerification = .noHostnameVerification
-        return configuration
-    }
 
     /// The SHA-256 of a certificate's DER encoding, lower-case hex.
     public static func fingerprint(of certificate: NIOSSLCertificate) throws -> String {
-        SHA256.hash(data: try certificate.toDERBytes()).map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-        }.joined()
+        NodeID(certificateDER: try certificate.toDERBytes()).fingerprint
     }
 
-    /// `fingerprint` in the form ``fingerprint(of:)`` gives.
+    /// `fingerprint` (hex with or without colons, or a node ID) as 64 lower-case hex digits.
     static func normalized(_ fingerprint: String) -> String {
-        fingerprint.lowercased().filter { $0.isHexDigit }
+        NodeID(fingerprint)?.fingerprint ?? fingerprint.lowercased()
     }
 
     /// Connects once, reads the server's certificate and returns it if its
@@ -42,7 +31,7 @@ public enum PeerTrust: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: NIOSSLCertificate?.self)
         do {
-            let context = try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration())
+            let context = try NIOSSLContext(configuration: TLSSettings.system())
             let channel = try await ClientBootstrap(group: group)
                 .connectTimeout(.seconds(10))
                 .channelInitializer { channel in

@@ -27,11 +27,16 @@ public final class RemoteEndpoint: Endpoint {
         public var requestTimeout: Duration
         /// The longest to wait for a connection.
         public var connectTimeout: Duration
+        /// The node identity presented as TLS client certificate to a pinned
+        /// peer (mutual TLS: how a paired peer authenticates); `nil` presents none.
+        public var clientIdentity: NodeIdentity?
 
         /// Settings for `url`, with system trust and generous timeouts.
         public init(url: RemoteURL, trust: PeerTrust = .system, peerUUID: String? = nil,
-                    requestTimeout: Duration = .seconds(120), connectTimeout: Duration = .seconds(10)) {
+                    requestTimeout: Duration = .seconds(120), connectTimeout: Duration = .seconds(10),
+                    clientIdentity: NodeIdentity? = nil) {
             self.url = url
+            self.clientIdentity = clientIdentity
             self.trust = trust
             self.peerUUID = peerUUID
             self.requestTimeout = requestTimeout
@@ -58,8 +63,11 @@ public final class RemoteEndpoint: Endpoint {
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 8
         clientConfiguration.decompression = .disabled
-        if case .certificate(let certificate) = configuration.trust {
-            clientConfiguration.tlsConfiguration = PeerTrust.pinned(certificate)
+        switch configuration.trust {
+        case .certificate(let certificate):
+            clientConfiguration.tlsConfiguration = try? TLSSettings.client(trusting: certificate, as: configuration.clientIdentity)
+        case .system, .fingerprint:
+            clientConfiguration.tlsConfiguration = TLSSettings.system()
         }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         authorization = configuration.url.credentials.map { user, password in
@@ -181,7 +189,12 @@ public final class RemoteEndpoint: Endpoint {
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         if case .fingerprint(let fingerprint) = configuration.trust, configuration.url.scheme == "https" {
-            request.tlsConfiguration = PeerTrust.pinned(try await pinned(fingerprint))
+            let certificate = try await pinned(fingerprint)
+            do {
+                request.tlsConfiguration = try TLSSettings.client(trusting: certificate, as: configuration.clientIdentity)
+            } catch {
+                throw .unreachable(displayName, "the node's key cannot be used for TLS: \(error)")
+            }
         }
         do {
             return try await client.execute(request, timeout: .init(timeout))

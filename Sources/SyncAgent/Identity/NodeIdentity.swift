@@ -1,18 +1,21 @@
 import Crypto
 import Foundation
 import NIOSSL
+import Store
 import X509
 
 /// Who this node is: a stable UUID, a P-256 key and a self-signed X.509
 /// certificate, made on first start and kept in the data directory.
 ///
-/// Peers learn the certificate's ``fingerprint`` through discovery or pairing
-/// and pin it, so a TLS connection proves it reached this node and no other.
-/// The private key file is readable by its owner only.
+/// The certificate names the UUID (its subject is `syncd node <uuid>`), so a
+/// peer that proves it holds the key also proves its UUID: no node can claim
+/// another's. The node's ``id`` is the certificate's SHA-256 fingerprint;
+/// peers pin it at pairing, and it is this node's identity both as a TLS
+/// server and as a TLS client. The private key file is readable by its owner only.
 ///
 /// ```swift
 /// let identity = try NodeIdentity.loadOrCreate(in: "/var/lib/syncd")
-/// print(identity.uuid, identity.fingerprint)
+/// print(identity.uuid, identity.id)
 /// ```
 public struct NodeIdentity: Sendable {
     /// The node's UUID: 32 lower-case hex digits, never changed (`GET /` answers it).
@@ -24,30 +27,30 @@ public struct NodeIdentity: Sendable {
     /// The private key, PEM-encoded (PKCS#8).
     let privateKeyPEM: String
 
-    /// The SHA-256 of the certificate's DER bytes, lower-case hex.
-    public var fingerprint: String { Self.fingerprint(of: certificateDER) }
+    /// The node ID: the certificate's fingerprint in its readable form.
+    public var id: NodeID { NodeID(certificateDER: certificateDER) }
 
-    /// The SHA-256 fingerprint of a DER-encoded certificate, lower-case hex.
-    public static func fingerprint(of der: [UInt8]) -> String {
-        SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined()
-    }
+    /// The SHA-256 of the certificate's DER bytes, lower-case hex.
+    public var fingerprint: String { id.fingerprint }
 
     /// File names in the data directory.
     static let uuidFile = "node-uuid"
     static let keyFile = "node-key.pem"
     static let certificateFile = "node-cert.pem"
+    /// The subject's common name is this prefix and the UUID.
+    static let commonNamePrefix = "syncd node "
 
     /// Reads the identity from `directory`, making any part that is missing.
     public static func loadOrCreate(in directory: String) throws -> NodeIdentity {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try DataDirectory.create(directory)
         let uuidPath = directory + "/" + uuidFile
         let keyPath = directory + "/" + keyFile
         let certificatePath = directory + "/" + certificateFile
 
         var uuid = (try? String(contentsOfFile: uuidPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         if uuid.isEmpty {
-            uuid = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-            try writeFile(uuidPath, contents: uuid + "\n", mode: 0o644)
+            uuid = Hex.string((0..<16).map { _ in UInt8.random(in: .min ... .max) })
+            try write(uuid + "\n", to: uuidPath, mode: 0o644)
         }
 
         let key: P256.Signing.PrivateKey
@@ -56,19 +59,20 @@ public struct NodeIdentity: Sendable {
             key = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } else {
             key = P256.Signing.PrivateKey()
-            try writeFile(keyPath, contents: key.pemRepresentation, mode: 0o600)
+            try write(key.pemRepresentation, to: keyPath, mode: 0o600)
             madeKey = true
         }
 
         var certificate: Certificate?
         if !madeKey, let pem = try? String(contentsOfFile: certificatePath, encoding: .utf8),
            let existing = try? Certificate(pemEncoded: pem),
-           existing.publicKey == Certificate.PublicKey(key.publicKey) {
+           existing.publicKey == Certificate.PublicKey(key.publicKey),
+           Self.uuid(in: existing) == uuid {
             certificate = existing
         }
         if certificate == nil {
             let made = try makeCertificate(key: key, uuid: uuid)
-            try writeFile(certificatePath, contents: try made.serializeAsPEM().pemString, mode: 0o644)
+            try write(try made.serializeAsPEM().pemString, to: certificatePath, mode: 0o644)
             certificate = made
         }
         let document = try certificate!.serializeAsPEM()
@@ -76,12 +80,27 @@ public struct NodeIdentity: Sendable {
                             privateKeyPEM: key.pemRepresentation)
     }
 
-    /// A self-signed certificate for `key`. KeyUsage includes keyCertSign so
-    /// that a peer can use the certificate itself as its only trust root.
+    /// The node UUID a certificate names, `nil` if it is not a syncd node's.
+    public static func uuid(inCertificateDER der: [UInt8]) -> String? {
+        (try? Certificate(derEncoded: der)).flatMap(uuid(in:))
+    }
+
+    static func uuid(in certificate: Certificate) -> String? {
+        for attribute in certificate.subject.flatMap({ $0 }) where attribute.type == .RDNAttributeType.commonName {
+            let name = String(describing: attribute.value)
+            guard name.hasPrefix(commonNamePrefix) else { continue }
+            let uuid = String(name.dropFirst(commonNamePrefix.count))
+            if uuid.utf8.count == 32, Hex.bytes(uuid) != nil, uuid == uuid.lowercased() { return uuid }
+        }
+        return nil
+    }
+
+    /// A self-signed end-entity certificate for `key` naming `uuid`. It is no
+    /// CA: peers trust it by its fingerprint, never as an issuer.
     static func makeCertificate(key: P256.Signing.PrivateKey, uuid: String) throws -> Certificate {
         let name = try DistinguishedName {
             OrganizationName("syncd")
-            CommonName("syncd node \(uuid)")
+            CommonName(commonNamePrefix + uuid)
         }
         let now = Date()
         return try Certificate(
@@ -94,57 +113,26 @@ public struct NodeIdentity: Sendable {
             subject: name,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(digitalSignature: true, keyCertSign: true))
+                Critical(BasicConstraints.notCertificateAuthority)
                 try ExtendedKeyUsage([.serverAuth, .clientAuth])
-                SubjectAlternativeNames([.dnsName("localhost"), .dnsName(uuid + ".syncd")])
+                SubjectAlternativeNames([.dnsName(uuid + ".syncd")])
             },
             issuerPrivateKey: Certificate.PrivateKey(key)
         )
     }
 
-    /// A TLS server configuration presenting this node's certificate.
-    public func serverTLSConfiguration() throws -> TLSConfiguration {
-        TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: certificateDER, format: .der))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem))
-        )
+    /// The certificate as NIOSSL takes it.
+    func sslCertificate() throws -> NIOSSLCertificate {
+        try NIOSSLCertificate(bytes: certificateDER, format: .der)
     }
 
-    /// A TLS client configuration that trusts only `certificateDER` (a
-    /// peer's pinned certificate); host names are not checked, the certificate is.
-    public static func pinnedClientTLSConfiguration(trusting certificateDER: [UInt8]) throws -> TLSConfiguration {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: certificateDER, format: .der)])
-        configuration.certificateVerification = .noHostnameVerification
-        return configuration
+    /// The private key as NIOSSL takes it.
+    func sslPrivateKey() throws -> NIOSSLPrivateKey {
+        try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)
     }
 
-    /// Writes `contents` to a new file created with `mode`, replacing any old one atomically.
-    private static func writeFile(_ path: String, contents: String, mode: mode_t) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode)
-        guard fd >= 0 else { throw IdentityError(path: path, errno: errno) }
-        let bytes = Array(contents.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, mode)
-        fsync(fd)
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw IdentityError(path: path, errno: errno)
-        }
+    /// Writes `contents` to a file created with `mode`, replacing any old one atomically.
+    private static func write(_ contents: String, to path: String, mode: mode_t) throws {
+        try StateFile<Int>.writeAtomically(Data(contents.utf8), to: path, mode: mode)
     }
-}
-
-/// A file of the node identity could not be written.
-public struct IdentityError: Error, CustomStringConvertible {
-    /// The file.
-    public let path: String
-    /// The system error number.
-    public let errno: Int32
-
-    /// What failed, for people.
-    public var description: String { "cannot write \(path): \(String(cString: strerror(errno)))" }
 }

@@ -24,6 +24,7 @@ extension CouchResponder {
                 try await writer.finish(nil)
             })
         case .put:
+            try exchange.principal.checkMayEdit()
             let revision = try exchange.revisionFromQueryOrHeader()
             var document: JSON.Object = ["_id": .string(id)]
             if let revision {

@@ -13,6 +13,7 @@ extension CouchResponder {
             guard let flag = value.boolValue else { throw CouchError.badRequest("`new_edits` parameter must be a boolean.") }
             newEdits = flag
         }
+        if newEdits { try exchange.principal.checkMayEdit() }
         let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits)
         var answer: [JSON] = []
         answer.reserveCapacity(results.count)

@@ -2,11 +2,12 @@ import Foundation
 import Hummingbird
 import Store
 
-/// Answers every request: parses the path into a ``Route``, authenticates,
-/// hands the request to the route's handler, and turns failures into
-/// CouchDB's JSON error answers.
+/// Answers every request: parses the path into a ``Route``, authenticates
+/// and authorizes it (the one seam where who-may-do-what is decided), hands
+/// the request to the route's handler, and turns failures into CouchDB's JSON
+/// error answers.
 struct CouchResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = ListenerContext
 
     let listener: Listener
     var catalog: Catalog { listener.catalog }
@@ -18,8 +19,9 @@ struct CouchResponder: HTTPResponder {
             guard let route = Route(path: request.uri.path) else {
                 throw CouchError.badRequest("Invalid URL path")
             }
-            let user = try listener.authenticate(request, route: route)
-            var exchange = Exchange(request: request, route: route, user: user,
+            let principal = try await listener.authenticate(request, context: context)
+            try listener.authorize(principal, route: route, method: request.method == .head ? .get : request.method)
+            var exchange = Exchange(request: request, route: route, principal: principal,
                                     query: QueryParameters(request.uri.query), context: context)
             response = try await dispatch(&exchange)
         } catch let error as CouchError {
@@ -80,11 +82,16 @@ struct CouchResponder: HTTPResponder {
             guard let limit = body.intValue, limit > 0 else { throw CouchError.badRequest("revs_limit must be a positive integer") }
             try await db.setRevsLimit(limit)
             return Self.json(["ok": true])
+        case ("_security", .get):
+            return Self.json(try db.security() ?? [:])
+        case ("_security", .put):
+            try await db.setSecurity(.object(try await exchange.readObject(limit: 1 << 20)))
+            return Self.json(["ok": true])
         case ("_compact", .post):
             try await db.compact()
             return Self.json(["ok": true], status: .accepted)
         case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
-             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _):
+             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _):
             throw CouchError.methodNotAllowed
         default:
             throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
@@ -121,13 +128,13 @@ struct CouchResponder: HTTPResponder {
 }
 
 /// One request on its way through the listener: the request, its route,
-/// who made it, and its query.
+/// who made it (already authorized for the route), and its query.
 struct Exchange {
     var request: Request
     let route: Route
-    let user: AuthenticatedUser?
+    let principal: Principal
     let query: QueryParameters
-    let context: BasicRequestContext
+    let context: ListenerContext
 
     /// The `Content-Type` media type, lower-cased, without parameters.
     var mediaType: String? {

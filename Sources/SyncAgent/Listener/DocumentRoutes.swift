@@ -10,6 +10,7 @@ extension CouchResponder {
         case .get: return try getDocument(id, in: db, exchange)
         case .put: return try await putDocument(id, in: db, &exchange)
         case .delete:
+            try exchange.principal.checkMayEdit()
             guard let revision = try exchange.revisionFromQueryOrHeader() else { throw StoreError.conflict }
             let deleted = try await db.delete(id: id, revision: revision)
             return Self.json(["ok": true, "id": .string(id), "rev": .string(deleted.description)],
@@ -114,6 +115,7 @@ extension CouchResponder {
     /// Writes one document (new edit, or `new_edits=false`) and answers 201, or 202 with `batch=ok`.
     func writeDocument(_ json: JSON, staged: [String: StagedAttachment] = [:], in db: Database, exchange: Exchange) async throws -> Response {
         let newEdits = try exchange.query.bool("new_edits", default: true)
+        if newEdits { try exchange.principal.checkMayEdit() }
         let result = try await db.put(json, newEdits: newEdits, staged: staged)
         let revision = try result.result.get()
         let batch = exchange.query["batch"] == "ok"

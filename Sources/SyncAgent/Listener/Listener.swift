@@ -9,16 +9,16 @@ import ServiceLifecycle
 import Store
 import Synchronization
 
-/// How a listener serves: address, TLS, authentication and size limits.
+/// How a listener serves: address, TLS and size limits. Who may do what is
+/// not configured here: see ``Listener`` and `Auth/Authorization.swift`.
 public struct ListenerConfiguration: Sendable {
     /// The address to bind.
     public var host = "127.0.0.1"
     /// The TCP port; 0 lets the system pick a free one.
     public var port = 0
-    /// Serve HTTPS with the node's certificate instead of HTTP.
+    /// Serve HTTPS with the node's certificate instead of HTTP (needed for
+    /// paired peers, who authenticate by their client certificates).
     public var tls = false
-    /// Refuse anonymous requests (CouchDB's `require_valid_user`).
-    public var requireAuthentication = false
     /// The largest JSON request body accepted, in bytes (413 beyond).
     public var maximumRequestSize = 64 << 20
     /// The largest attachment accepted, in bytes (413 beyond).
@@ -28,12 +28,17 @@ public struct ListenerConfiguration: Sendable {
     /// The CouchDB version reported by `GET /`; replicators check it.
     public var couchVersion = "3.3.3"
 
-    /// Loopback, a port picked by the system, plain HTTP, anonymous access allowed.
+    /// Loopback, a port picked by the system, plain HTTP.
     public init() {}
 }
 
 /// The listener: serves the databases of a catalog over the Apache CouchDB
 /// HTTP API, so that any CouchDB-compatible replicator can sync with this node.
+///
+/// Nothing is open by default: paired peers authenticate by their TLS client
+/// certificates and reach the databases shared with them; users log in and
+/// reach what they are granted; anonymous clients get 401. Pairing
+/// invitations are accepted at `POST /_pair`.
 ///
 /// ```swift
 /// let listener = Listener(catalog: catalog, identity: identity, users: users, configuration: .init())
@@ -47,21 +52,42 @@ public final class Listener: Sendable {
     public let identity: NodeIdentity
     /// Who may log in.
     public let users: UserStore
+    /// The paired peers.
+    public let peers: PeerStore
+    /// The pairing invitations this node made.
+    public let invitations: InvitationStore
+    /// The name this node gives itself when pairing.
+    public let name: String
     /// How the listener serves.
     public let configuration: ListenerConfiguration
     let feeds = FeedCounter()
     let sessions: SessionCookies
+    let connections = Connections()
+    /// Failed logins per client address.
+    let passwordAttempts = AttemptLimiter(burst: 10, interval: 1)
+    /// Failed pairing attempts per client address.
+    let pairingAttempts = AttemptLimiter(burst: 5, interval: 10)
     let logger: Logger
 
-    /// A listener over `catalog`.
-    public init(catalog: Catalog, identity: NodeIdentity, users: UserStore, configuration: ListenerConfiguration,
+    /// A listener over `catalog`; peers and invitations default to those of the catalog's data directory.
+    public init(catalog: Catalog, identity: NodeIdentity, users: UserStore, peers: PeerStore? = nil,
+                invitations: InvitationStore? = nil, name: String = NodeName.current, configuration: ListenerConfiguration,
                 logger: Logger = Logger(label: "syncd.listener")) {
         self.catalog = catalog
         self.identity = identity
         self.users = users
+        self.peers = peers ?? PeerStore(directory: catalog.directory)
+        self.invitations = invitations ?? InvitationStore(directory: catalog.directory)
+        self.name = name
         self.configuration = configuration
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
         self.logger = logger
+    }
+
+    /// Closes the connections of peers whose pairing was revoked since the last
+    /// call (by this process or by `syncd peers remove` beside it).
+    public func closeRevokedConnections() {
+        connections.close(clients: peers.removedSinceLastCheck())
     }
 
     /// Change feeds (continuous, longpoll, eventsource) being served right now.
@@ -75,13 +101,16 @@ public final class Listener: Sendable {
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))
         let server: HTTPServerBuilder
         if configuration.tls {
-            server = try .tls(http1, tlsConfiguration: try identity.serverTLSConfiguration())
+            server = try .tls(http1, configuration: TLSChannelConfiguration(
+                tlsConfiguration: try TLSSettings.server(identity),
+                customVerificationCallback: TLSSettings.acceptClientCertificate))
         } else {
             server = http1
         }
         let scheme = configuration.tls ? "https" : "http"
         let host = configuration.host
-        return Application(
+        _ = peers.removedSinceLastCheck()
+        return ListenerService(listener: self, server: Application(
             responder: responder,
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "syncd"),
@@ -91,7 +120,28 @@ public final class Listener: Sendable {
                 await onListening("\(scheme)://\(shown):\(port)")
             },
             logger: logger
-        )
+        ))
+    }
+}
+
+/// The HTTP server and, beside it, the watch that closes revoked peers' connections.
+struct ListenerService<Server: Service>: Service {
+    let listener: Listener
+    let server: Server
+
+    func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            group.addTask {
+                // A revocation made by another process is seen within a second.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    listener.closeRevokedConnections()
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 }
 

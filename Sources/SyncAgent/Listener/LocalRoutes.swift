@@ -3,14 +3,25 @@ import Hummingbird
 import Store
 
 /// `GET/PUT/DELETE /{db}/_local/{id}`: local documents, where replicators keep checkpoints.
+///
+/// A paired peer reaches only the local documents it wrote: each carries its
+/// writer's UUID under ``ownerKey``, and another's looks missing to it.
 extension CouchResponder {
+    /// The member naming the paired peer that wrote a local document.
+    static let ownerKey = "syncd_peer"
+
     func local(_ id: String, in db: Database, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
+        if let peer = exchange.principal.peer, let existing = try? db.localDocument(id: id).json,
+           existing[Self.ownerKey]?.stringValue != peer.uuid {
+            throw CouchError.notFound("missing")
+        }
         switch method {
         case .get:
             return Self.json(try db.localDocument(id: id).json)
         case .put:
             var object = try await exchange.readObject(limit: configuration.maximumRequestSize)
             object["_id"] = nil
+            if let peer = exchange.principal.peer { object[Self.ownerKey] = .string(peer.uuid) }
             if object["_rev"] == nil, let rev = exchange.query["rev"] { object["_rev"] = .string(rev) }
             let revision = try await db.putLocal(id: id, .object(object))
             return Self.json(["ok": true, "id": .string(id), "rev": .string(revision.description)], status: .created)

@@ -2,10 +2,10 @@ import Foundation
 import Hummingbird
 import Store
 
-/// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`.
+/// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`, `_pair`.
 extension CouchResponder {
     /// The syncd version reported in `GET /` under `vendor`.
-    static let syncdVersion = "0.1.0"
+    static let syncdVersion = SyncdVersion.current
 
     func welcome() throws -> Response {
         Self.json([
@@ -27,9 +27,11 @@ extension CouchResponder {
             let count = min(try exchange.query.integer("count") ?? 1, 1000)
             let uuids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
             return Self.json(["uuids": .array(uuids)])
+        case ("_pair", .post):
+            return try await pair(&exchange)
         case ("_session", _):
             return try await session(method: method, &exchange)
-        case ("_up", _), ("_all_dbs", _), ("_uuids", _):
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _):
             throw CouchError.methodNotAllowed
         default:
             throw CouchError.notFound("missing")

@@ -9,24 +9,24 @@ extension CouchResponder {
         case .get:
             var response = Self.json([
                 "ok": true,
-                "userCtx": ["name": exchange.user.map { .string($0.name) } ?? .null, "roles": roles(of: exchange.user)],
+                "userCtx": ["name": exchange.principal.name.map { .string($0) } ?? .null,
+                            "roles": .array(exchange.principal.roles.map { .string($0) })],
                 "info": [
-                    "authentication_handlers": ["cookie", "default"],
-                    "authenticated": exchange.user.map { .string($0.method) } ?? .null,
+                    "authentication_handlers": ["cookie", "default", "syncd_peer_certificate"],
+                    "authenticated": Self.method(of: exchange.principal),
                 ],
             ])
-            if let user = exchange.user, user.method == "cookie", let issued = user.issued,
+            if case .user(let name, _, "cookie", let issued?) = exchange.principal,
                Date().timeIntervalSince(issued) > Double(configuration.sessionTimeout) / 2,
-               let salt = listener.users.salt(of: user.name) {
-                response.headers[.setCookie] = listener.sessions.header(name: user.name, salt: salt)
+               let salt = listener.users.salt(of: name) {
+                response.headers[.setCookie] = listener.sessions.header(name: name, salt: salt)
             }
             return response
         case .post:
             let (name, password) = try await credentials(&exchange)
-            guard listener.users.verify(name: name, password: password), let salt = listener.users.salt(of: name) else {
-                throw Listener.unauthorized("Name or password is incorrect.")
-            }
-            return Self.json(["ok": true, "name": .string(name), "roles": ["_admin"]],
+            let record = try await listener.checkPassword(name: name, password: password, from: exchange.context.clientAddress)
+            guard let salt = listener.users.salt(of: name) else { throw Listener.unauthorized("Name or password is incorrect.") }
+            return Self.json(["ok": true, "name": .string(name), "roles": .array(record.roles.map { .string($0) })],
                              headers: [.setCookie: listener.sessions.header(name: name, salt: salt)])
         case .delete:
             return Self.json(["ok": true], headers: [.setCookie: SessionCookies.clearingHeader])
@@ -35,8 +35,13 @@ extension CouchResponder {
         }
     }
 
-    private func roles(of user: AuthenticatedUser?) -> JSON {
-        user != nil || !configuration.requireAuthentication ? ["_admin"] : []
+    /// How the principal authenticated, as `_session` reports it.
+    private static func method(of principal: Principal) -> JSON {
+        switch principal {
+        case .anonymous: .null
+        case .user(_, _, let method, _): .string(method)
+        case .peer: "syncd_peer_certificate"
+        }
     }
 
     /// Name and password from a JSON or form-encoded body.

@@ -32,6 +32,13 @@ enum HTTP {
     ) async throws -> HTTPAnswer {
         var request = HTTPClientRequest(url: url)
         request.method = method
+        // Credentials in the URL go out as Basic authentication, as a CouchDB client sends them.
+        if var components = URLComponents(string: url), let user = components.user {
+            request.headers.add(name: "Authorization", value: "Basic " + Data("\(user):\(components.password ?? "")".utf8).base64EncodedString())
+            components.user = nil
+            components.password = nil
+            request.url = components.string ?? url
+        }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json {
             request.headers.replaceOrAdd(name: "Content-Type", value: "application/json")

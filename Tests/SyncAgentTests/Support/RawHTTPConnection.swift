@@ -4,6 +4,8 @@ import Foundation
 /// as it arrives, for streaming feeds whose client must go away on cue.
 final class RawHTTPConnection {
     private let socket: Int32
+    /// The `Authorization` header line for the URL's user and password, if it has them.
+    private let authorization: String
     /// Everything received so far.
     private(set) var received: [UInt8] = []
 
@@ -12,6 +14,9 @@ final class RawHTTPConnection {
         guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
             throw TestSupportError("bad URL \(url)")
         }
+        authorization = components.user.map { user in
+            "Authorization: Basic " + Data("\(user):\(components.password ?? "")".utf8).base64EncodedString() + "\r\n"
+        } ?? ""
         socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw TestSupportError("socket failed") }
         var address = sockaddr_in()
@@ -29,7 +34,7 @@ final class RawHTTPConnection {
 
     /// Sends a GET request for `path` (with its query).
     func get(_ path: String) throws {
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n".utf8)
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\(authorization)\r\n".utf8)
         guard send(socket, request, request.count, 0) == request.count else { throw TestSupportError("send failed") }
     }
 

@@ -23,6 +23,23 @@ final class ServeProcess: @unchecked Sendable {
         self.output = output
     }
 
+    /// Adds the server admin `root` (password `root-password`) to the data
+    /// directory with `syncd user add --admin`; returns `url` with its credentials.
+    static func addAdmin(to directory: String) throws {
+        let result = try SyncdCommand.run(["user", "add", "root", "--admin", "--data", directory], input: "root-password\n")
+        guard result.status == 0 else { throw TestSupportError("syncd user add failed: \(result.error)") }
+    }
+
+    /// The URL with the credentials of the admin ``addAdmin(to:)`` adds.
+    var adminURL: String { url.replacingOccurrences(of: "://", with: "://root:root-password@") }
+
+    /// Runs `syncd serve ARGUMENTS`, expected to refuse to start, and returns
+    /// its exit status and everything it printed (standard output and error).
+    static func startFailing(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let result = try SyncdCommand.run(["serve"] + arguments, timeout: 30)
+        return (result.status, result.output + result.error)
+    }
+
     /// Runs `syncd serve ARGUMENTS` and waits (up to 60 s) for its URL.
     static func start(_ arguments: [String]) async throws -> ServeProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else {

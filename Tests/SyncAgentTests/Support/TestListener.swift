@@ -8,14 +8,22 @@ import XCTest
 /// A listener running in this process on 127.0.0.1 with a port picked by the
 /// system, over its own temporary data directory (or a given one).
 ///
+/// It has a server admin, ``adminName``, whose credentials ``url`` carries,
+/// so requests to `server.url + …` act as that admin; ``anonymousURL`` has none.
+///
 /// ```swift
 /// let server = try await TestListener.start()
 /// defer { await server.stop() }
 /// let (status, body) = try await HTTP.json(.GET, server.url + "/")
 /// ```
 final class TestListener: Sendable {
-    /// The base URL, such as `http://127.0.0.1:41234`.
+    /// The base URL with the admin's credentials, such as `http://admin:admin-password@127.0.0.1:41234`.
     let url: String
+    /// The base URL without credentials, such as `http://127.0.0.1:41234`.
+    let anonymousURL: String
+    /// The server admin every test listener has, and its password.
+    static let adminName = "admin"
+    static let adminPassword = "admin-password"
     /// The listener.
     let listener: Listener
     /// The data directory.
@@ -26,9 +34,10 @@ final class TestListener: Sendable {
     private let group: ServiceGroup
     private let temporary: TemporaryDirectory?
 
-    private init(url: String, listener: Listener, directory: String, task: Task<Void, any Error>, group: ServiceGroup,
+    private init(anonymousURL: String, listener: Listener, directory: String, task: Task<Void, any Error>, group: ServiceGroup,
                  temporary: TemporaryDirectory?) {
-        self.url = url
+        self.anonymousURL = anonymousURL
+        self.url = anonymousURL.replacingOccurrences(of: "://", with: "://\(Self.adminName):\(Self.adminPassword)@")
         self.listener = listener
         self.directory = directory
         self.task = task
@@ -47,6 +56,7 @@ final class TestListener: Sendable {
         configuration.host = "127.0.0.1"
         configuration.port = 0
         let store = UserStore(directory: path, iterations: 1000)
+        try store.setPassword(adminPassword, for: adminName, roles: [UserStore.adminRole])
         for (name, password) in users { try store.setPassword(password, for: name) }
         var logger = Logger(label: "test.listener")
         logger.logLevel = .warning
@@ -73,7 +83,7 @@ final class TestListener: Sendable {
             task.cancel()
             throw TestSupportError("the listener did not start within 20 s")
         }
-        return TestListener(url: url, listener: listener, directory: path, task: task, group: group, temporary: temporary)
+        return TestListener(anonymousURL: url, listener: listener, directory: path, task: task, group: group, temporary: temporary)
     }
 
     /// Shuts the server down gracefully (cancelling it if that takes over 5 s),

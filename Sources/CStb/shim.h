@@ -1,0 +1,1 @@
+#include <stb/stb_image.h>

@@ -1,0 +1,143 @@
+import Hummingbird
+import Store
+
+/// What a principal may do in one database, from least to most.
+enum DatabaseAccess: Int, Comparable, Sendable {
+    /// Nothing: the database is not theirs.
+    case none
+    /// Read documents, changes and attachments.
+    case read
+    /// Also write documents (members; paired peers replicate).
+    case write
+    /// Also design documents and `_security` (the database's admins).
+    case admin
+
+    static func < (a: DatabaseAccess, b: DatabaseAccess) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// What a route needs.
+enum Requirement: Sendable {
+    /// Anyone, even anonymous: `/`, `/_up`, `/_session`, `/_pair`.
+    case open
+    /// Any authenticated user or paired peer.
+    case authenticated
+    /// A server admin (`_admin`).
+    case serverAdmin
+    /// At least this access to the database.
+    case database(String, DatabaseAccess)
+}
+
+/// The one place that decides who may do what on the listener, before any
+/// route runs:
+/// - server admins (users with `_admin`) may do everything;
+/// - users reach a database as its `_security` says (CouchDB's members and
+///   admins, by name or role); a database without `_security` is admin-only,
+///   and one whose members are both empty is open: anonymous clients may read
+///   it, users may write it;
+/// - paired peers may replicate the databases shared with them: read, and
+///   write replicated revisions (``Principal/mustReplicate``); nothing else;
+/// - anonymous clients get 401 for anything else.
+extension Listener {
+    func authorize(_ principal: Principal, route: Route, method: HTTPRequest.Method) throws(CouchError) {
+        switch Self.requirement(route: route, method: method) {
+        case .open:
+            return
+        case .authenticated:
+            guard principal.isAuthenticated else { throw Self.unauthorized("Authentication required.", challenge: true) }
+        case .serverAdmin:
+            guard principal.isAdmin else {
+                throw principal.isAuthenticated ? CouchError(.forbidden, "forbidden", "You are not a server admin.")
+                    : Self.unauthorized("You are not a server admin.", challenge: true)
+            }
+        case .database(let name, let needed):
+            let granted = try access(of: principal, to: name)
+            guard granted >= needed else {
+                guard principal.isAuthenticated else {
+                    throw Self.unauthorized("You are not authorized to access this db.", challenge: true)
+                }
+                if let peer = principal.peer, granted == .none {
+                    throw CouchError(.forbidden, "forbidden", "The database \(name) is not shared with peer \(peer.id.short).")
+                }
+                throw CouchError(.forbidden, "forbidden", granted == .none
+                    ? "You are not allowed to access this db." : "You are not allowed to change this db.")
+            }
+        }
+    }
+
+    /// What `principal` may do in the database `name`.
+    func access(of principal: Principal, to name: String) throws(CouchError) -> DatabaseAccess {
+        if principal.isAdmin { return .admin }
+        if let peer = principal.peer { return peer.databases.contains(name) ? .write : .none }
+        let security: JSON?
+        do {
+            security = try catalog.database(name).security()
+        } catch {
+            // A missing database: tell only an authenticated client that it is missing.
+            if principal.isAuthenticated { throw CouchError(error) }
+            return .none
+        }
+        guard let security else { return .none }
+        let names = principal.name.map { [$0] } ?? []
+        let roles = principal.roles
+        func lists(_ key: String) -> (names: [String], roles: [String]) {
+            let group = security[key]
+            return ((group?["names"]?.arrayValue ?? []).compactMap(\.stringValue),
+                    (group?["roles"]?.arrayValue ?? []).compactMap(\.stringValue))
+        }
+        func matches(_ group: (names: [String], roles: [String])) -> Bool {
+            group.names.contains(where: names.contains) || group.roles.contains(where: roles.contains)
+        }
+        let admins = lists("admins")
+        let members = lists("members")
+        if principal.isAuthenticated && matches(admins) { return .admin }
+        if members.names.isEmpty && members.roles.isEmpty { return principal.isAuthenticated ? .write : .read }
+        return principal.isAuthenticated && matches(members) ? .write : .none
+    }
+
+    /// What `route` needs for `method`.
+    static func requirement(route: Route, method: HTTPRequest.Method) -> Requirement {
+        let reads = method == .get || method == .head
+        switch route {
+        case .root:
+            return .open
+        case .server(let name):
+            switch name {
+            case "_up", "_session", "_pair": return .open
+            case "_all_dbs": return .serverAdmin
+            default: return .authenticated
+            }
+        case .database(let name):
+            switch method {
+            case .get, .head: return .database(name, .read)
+            case .post: return .database(name, .write)
+            default: return .serverAdmin
+            }
+        case .databaseEndpoint(let name, let endpoint):
+            switch endpoint {
+            case "_security": return .database(name, reads ? .read : .admin)
+            case "_compact", "_purge": return .serverAdmin
+            case "_revs_limit": return reads ? .database(name, .read) : .serverAdmin
+            case "_bulk_docs", "_ensure_full_commit": return .database(name, .write)
+            default: return .database(name, .read)
+            }
+        case .local(let name, _):
+            return .database(name, reads ? .read : .write)
+        case .document(let name, let id), .attachment(let name, let id, _):
+            if reads { return .database(name, .read) }
+            return .database(name, id.hasPrefix("_design/") ? .admin : .write)
+        }
+    }
+}
+
+extension Principal {
+    /// Whether this principal may only write replicated revisions
+    /// (`new_edits=false`): a paired peer replicates, it does not edit.
+    var mustReplicate: Bool { peer != nil }
+
+    /// Refuses an edit (`new_edits=true`) by a principal that must replicate.
+    func checkMayEdit() throws(CouchError) {
+        guard !mustReplicate else {
+            throw CouchError(.forbidden, "forbidden", "Paired peers may only write replicated revisions (new_edits=false).")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// The exclusive claim of one process on a data directory: the process that
+/// serves it holds it, so a second listener or agent cannot write beside it.
+///
+/// The claim is an `flock` on `DIR/lock`, released by the kernel when the
+/// process ends however it ends; the file holds the owner's process id for
+/// the message the next claimant gets.
+public final class DataDirectoryLock: Sendable {
+    /// The data directory.
+    public let directory: String
+    private let descriptor: Int32
+
+    /// Claims `directory`, creating it (0700) if needed; throws
+    /// ``DataDirectoryError/inUse(_:pid:)`` when another process holds it.
+    public init(directory: String) throws(DataDirectoryError) {
+        try DataDirectory.create(directory)
+        let path = directory + "/lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path, errno) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let owner = Self.owner(of: directory)
+            close(fd)
+            throw .inUse(directory, pid: owner)
+        }
+        ftruncate(fd, 0)
+        let text = "\(getpid())\n"
+        _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+        self.directory = directory
+        self.descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+
+    /// Whether some process holds `directory` now.
+    public static func isHeld(_ directory: String) -> Bool {
+        let fd = open(directory + "/lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
+    /// The process id written by the holder, if readable.
+    static func owner(of directory: String) -> Int32? {
+        (try? String(contentsOfFile: directory + "/lock", encoding: .utf8))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}
+
+/// The data directory itself.
+public enum DataDirectory {
+    /// Creates `directory` (and its parents) private to this user (0700), as
+    /// it holds documents, keys and password hashes.
+    public static func create(_ directory: String) throws(DataDirectoryError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .io(directory, Int32((error as NSError).code))
+        }
+    }
+}
+
+/// Why a data directory cannot be used.
+public enum DataDirectoryError: Error, CustomStringConvertible {
+    /// Another process serves it.
+    case inUse(String, pid: Int32?)
+    /// A system call failed.
+    case io(String, Int32)
+
+    /// What is wrong, for people.
+    public var description: String {
+        switch self {
+        case .inUse(let directory, let pid):
+            "another syncd\(pid.map { " (pid \($0))" } ?? "") is serving the data directory \(directory)"
+        case .io(let path, let code): "cannot use \(path): \(String(cString: strerror(code)))"
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+import Store
+
+/// `POST /_pair`: a node joins with an invitation's secret, over TLS with its
+/// own certificate as client certificate. The certificate names the joining
+/// node's UUID and its fingerprint is the ID this node will trust it by.
+///
+/// Body: `{"secret": "…", "name": "laptop", "port": 5984}` (name and port optional).
+/// Answer: `{"ok": true, "uuid": "…", "id": "…", "name": "…", "databases": ["notes"]}`.
+extension CouchResponder {
+    func pair(_ exchange: inout Exchange) async throws -> Response {
+        let address = exchange.context.clientAddress
+        if let wait = listener.pairingAttempts.wait(for: address) {
+            var error = CouchError(.tooManyRequests, "too_many_requests", "Too many failed pairing attempts from this address; retry later.")
+            error.headers[.retryAfter] = String(Int(wait.rounded(.up)))
+            throw error
+        }
+        guard let client = await listener.connections.client(of: exchange.context.channel) else {
+            throw CouchError.badRequest("Pairing needs HTTPS with the joining node's certificate as client certificate.")
+        }
+        guard let uuid = client.uuid else {
+            throw CouchError.badRequest("The client certificate is not a syncd node's: it names no node UUID.")
+        }
+        let body = try await exchange.readObject(limit: 64 << 10)
+        guard let secret = body["secret"]?.stringValue, !secret.isEmpty, secret.utf8.count <= 128 else {
+            throw CouchError.badRequest("The invitation secret is missing.")
+        }
+        let name = Self.peerName(body["name"]?.stringValue) ?? "node " + client.id.short
+        let port = body["port"]?.intValue.flatMap { (1...65535).contains($0) ? $0 : nil }
+
+        let invitation: Invitation
+        do {
+            invitation = try listener.invitations.redeem(secret: secret, by: uuid)
+        } catch {
+            listener.pairingAttempts.failed(address)
+            listener.logger.warning("pairing refused from \(address), node \(client.id.short): \(error)")
+            if case .invitationRefused(let why) = error { throw CouchError(.forbidden, "forbidden", "Pairing refused: \(why).") }
+            throw CouchError(.internalServerError, "unknown_error", error.description)
+        }
+        let peer = PairedPeer(uuid: uuid, id: client.id, name: name,
+                              addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases)
+        try listener.peers.add(peer)
+        listener.logger.notice("paired with \(name) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
+        return Self.json([
+            "ok": true,
+            "uuid": .string(listener.identity.uuid),
+            "id": .string(listener.identity.id.description),
+            "name": .string(listener.name),
+            "databases": .array(invitation.databases.map { .string($0) }),
+        ])
+    }
+
+    /// A name a peer gave itself, cut to 64 characters without control characters; `nil` if empty.
+    static func peerName(_ text: String?) -> String? {
+        guard let text else { return nil }
+        let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(64).map(Character.init))
+            .trimmingCharacters(in: .whitespaces)
+        return clean.isEmpty ? nil : clean
+    }
+}

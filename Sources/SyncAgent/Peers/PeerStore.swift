@@ -1,0 +1,95 @@
+import Foundation
+import Locking
+
+/// The paired peers of a data directory, kept in `peers.json` (mode 0600).
+///
+/// Changes made by another process (`syncd peers remove` beside a running
+/// listener) are seen on the next look-up; ``removedSinceLastCheck()`` tells
+/// the listener which peers were revoked so it can close their connections.
+public final class PeerStore: Sendable {
+    private struct File: Codable {
+        var peers: [PairedPeer] = []
+    }
+    private let file: StateFile<File>
+    /// The IDs seen at the last ``removedSinceLastCheck()``.
+    private let known = Locked<Set<NodeID>?>(nil)
+
+    /// The peers of the data directory `directory`.
+    public init(directory: String) {
+        file = StateFile(path: directory + "/peers.json", empty: File())
+    }
+
+    /// Every paired peer, in pairing order.
+    public func all() throws -> [PairedPeer] {
+        try file.load().peers
+    }
+
+    /// The paired peer whose certificate has this ID, if any.
+    public func peer(id: NodeID) -> PairedPeer? {
+        (try? file.load())?.peers.first { $0.id == id }
+    }
+
+    /// The peers an ID, an ID's first characters, a UUID or a name designates.
+    public func find(_ text: String) throws -> [PairedPeer] {
+        let peers = try all()
+        if let id = NodeID(text) { return peers.filter { $0.id == id } }
+        let compact = text.uppercased().filter { $0 != "-" }
+        return peers.filter { peer in
+            peer.uuid == text.lowercased() || peer.name == text
+                || (compact.count >= 4 && peer.id.compact.hasPrefix(compact))
+        }
+    }
+
+    /// Records a pairing; a peer with the same UUID or ID is replaced, keeping
+    /// the databases it already shared.
+    public func add(_ peer: PairedPeer) throws {
+        try file.update { file in
+            var peer = peer
+            if let old = file.peers.first(where: { $0.uuid == peer.uuid || $0.id == peer.id }) {
+                peer.databases = Array(Set(old.databases + peer.databases)).sorted()
+                peer.pairedAt = old.pairedAt
+            }
+            file.peers.removeAll { $0.uuid == peer.uuid || $0.id == peer.id }
+            file.peers.append(peer)
+        }
+    }
+
+    /// Revokes a pairing; `false` if no such peer.
+    @discardableResult
+    public func remove(id: NodeID) throws -> Bool {
+        try file.update { file in
+            let before = file.peers.count
+            file.peers.removeAll { $0.id == id }
+            return file.peers.count != before
+        }
+    }
+
+    /// Notes that the peer made a request from `host` now; written at most
+    /// once a minute per peer, so a busy replication does not rewrite the file.
+    /// A new host is recorded with the port of the peer's last address.
+    func seen(_ id: NodeID, fromHost host: String?) {
+        guard let peer = peer(id: id) else { return }
+        let now = Date()
+        let address = host.flatMap { host in peer.lastAddress.map { HostPort.replacingHost(of: $0, with: host) } }
+        let moved = address.map { $0 != peer.lastAddress } ?? false
+        if !moved, let last = peer.lastSeen, now.timeIntervalSince(last) < 60 { return }
+        try? file.update { file in
+            guard let index = file.peers.firstIndex(where: { $0.id == id }) else { return }
+            file.peers[index].lastSeen = now
+            if let address, moved {
+                file.peers[index].addresses.removeAll { $0 == address }
+                file.peers[index].addresses.insert(address, at: 0)
+                file.peers[index].addresses = Array(file.peers[index].addresses.prefix(8))
+            }
+        }
+    }
+
+    /// The IDs of peers removed since the previous call.
+    func removedSinceLastCheck() -> Set<NodeID> {
+        guard let current = try? Set(all().map(\.id)) else { return [] }
+        return known.withLock { known in
+            defer { known = current }
+            return (known ?? current).subtracting(current)
+        }
+    }
+}
