@@ -24,7 +24,7 @@ final class ListenerTLSTests: XCTestCase {
 
     func testHTTPSWithThePinnedNodeCertificate() async throws {
         let server = try await startListener { $0.tls = true }
-        XCTAssertTrue(server.url.hasPrefix("https://127.0.0.1:"))
+        XCTAssertTrue(server.anonymousURL.hasPrefix("https://127.0.0.1:"))
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der))
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -26,7 +26,7 @@ import Testing
         try ServeProcess.addAdmin(to: directory.path)
         let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
         let (pushed, pushOutput) = await (try ReplicateProcess(["replicate", "copy", server.adminURL + "/remote-copy", "--create-target"]
-                                                                + ["--data", directory.path + "/client"])).finish()
+                                                                + data)).finish()
         #expect(pushed == 0, "\(pushOutput)")
         let info = try await HTTP.json(.GET, server.adminURL + "/remote-copy").json
         let evens = try await HTTP.json(.GET, server.adminURL + "/evens").json

@@ -212,12 +212,13 @@ import Testing
             let local = try a.catalog.create("outbox")
             try await local.putDocuments(count: 20, prefix: "before")
 
+            try ServeProcess.addAdmin(to: directory.path)
             var server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
             var replicator: Replicator?
             do {
                 let port = try #require(server.url.split(separator: ":").last.map(String.init))
-                #expect(try await HTTP.json(.PUT, server.url + "/inbox").status == 201)
-                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(server.url + "/inbox"), requestTimeout: .seconds(5)))
+                #expect(try await HTTP.json(.PUT, server.adminURL + "/inbox").status == 201)
+                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(server.adminURL + "/inbox"), requestTimeout: .seconds(5)))
                 var configuration = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
                 configuration.continuous = true
                 configuration.retry = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(500))
@@ -235,7 +236,7 @@ import Testing
                 server = try await ServeProcess.start(["--port", port, "--data", directory.path])
                 try await ReplicationTesting.waitFor(running, "catching up after the outage", seconds: 20) { $0.docsWritten >= 35 }
                 try await ReplicationTesting.waitFor(running, "idle again", seconds: 20) { $0.activity == .idle }
-                let info = try await HTTP.json(.GET, server.url + "/inbox").json
+                let info = try await HTTP.json(.GET, server.adminURL + "/inbox").json
                 #expect(info["doc_count"] == 35)
                 await running.stop()
                 await remote.shutdown()

@@ -46,10 +46,10 @@ import Testing
     @Test func remoteIdentityIgnoresTheAddress() async throws {
         let a = try await TestListener.start(users: ["someone": "pw"])
         do {
-            _ = try a.catalog.create("addr")
+            try await a.catalog.create("addr").setSecurity(["members": ["names": ["someone"]]])
             let byIP = try RemoteEndpoint(url: a.url + "/addr")
             let byName = try RemoteEndpoint(url: a.url.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/addr")
-            let withCredentials = try RemoteEndpoint(url: a.url.replacingOccurrences(of: "http://", with: "http://someone:pw@") + "/addr")
+            let withCredentials = try RemoteEndpoint(url: a.anonymousURL.replacingOccurrences(of: "http://", with: "http://someone:pw@") + "/addr")
             let given = try RemoteEndpoint(url: a.url + "/addr", peerUUID: "caller-known-uuid")
             let identities = [try await byIP.identity(), try await byName.identity(), try await withCredentials.identity()]
             #expect(Set(identities).count == 1)
