@@ -101,6 +101,7 @@ let package = Package(
             name: "SyncAgentTests",
             dependencies: [
                 "SyncAgent",
+                "Discovery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -2,9 +2,9 @@ import Foundation
 import Hummingbird
 
 extension Listener {
-    /// Who a request proves to be: a paired peer by its TLS client
-    /// certificate, a user by Basic credentials or an `AuthSession` cookie,
-    /// else anonymous. Wrong credentials are refused with 401; an address
+    /// Who a request proves to be: a user by Basic credentials or an
+    /// `AuthSession` cookie, a paired peer by its TLS client certificate, a
+    /// stranger by a certificate no peer has, else anonymous. Wrong credentials are refused with 401; an address
     /// that keeps failing is refused with 429 before its guess is checked.
     func authenticate(_ request: Request, context: ListenerContext) async throws(CouchError) -> Principal {
         let address = context.clientAddress
@@ -28,8 +28,10 @@ extension Listener {
                 return .user(name: session.name, record: record, method: "cookie", issued: session.issued)
             }
         }
-        if let client = await connections.client(of: context.channel), let peer = peers.peer(id: client.id) {
+        if let client = await connections.client(of: context.channel) {
+            guard let peer = peers.peer(id: client.id) else { return .stranger(client.id) }
             peers.seen(client.id, fromHost: context.channel.remoteAddress?.ipAddress)
+            connections.markPeer(context.channel)
             return .peer(peer)
         }
         return .anonymous

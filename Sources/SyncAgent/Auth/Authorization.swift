@@ -36,9 +36,22 @@ enum Requirement: Sendable {
 ///   it, users may write it;
 /// - paired peers may replicate the databases shared with them: read, and
 ///   write replicated revisions (``Principal/mustReplicate``); nothing else;
-/// - anonymous clients get 401 for anything else.
+/// - anonymous clients get 401 for anything else; a node whose certificate is
+///   no paired peer's (never paired, or revoked) gets 403 saying so.
 extension Listener {
     func authorize(_ principal: Principal, route: Route, method: HTTPRequest.Method) throws(CouchError) {
+        do {
+            try check(principal, route: route, method: method)
+        } catch where error.status == .unauthorized {
+            // A node whose certificate is no paired peer's is told so, not asked for a password.
+            if case .stranger(let id) = principal {
+                throw CouchError(.forbidden, "forbidden", "Node \(id.short) is not paired with this node.")
+            }
+            throw error
+        }
+    }
+
+    private func check(_ principal: Principal, route: Route, method: HTTPRequest.Method) throws(CouchError) {
         switch Self.requirement(route: route, method: method) {
         case .open:
             return

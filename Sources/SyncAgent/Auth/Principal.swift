@@ -2,8 +2,12 @@ import Foundation
 
 /// Who made a request, as the listener decides what it may do.
 enum Principal: Sendable {
-    /// No credentials, and no paired peer's certificate.
+    /// No credentials and no client certificate.
     case anonymous
+    /// No credentials, and a client certificate that is no paired peer's (an
+    /// unpaired or revoked node): what anonymous clients may do, and a 403 that
+    /// says so where anonymous clients get 401.
+    case stranger(NodeID)
     /// A user who proved a password (Basic) or holds a session cookie.
     case user(name: String, record: UserRecord, method: String, issued: Date?)
     /// A paired peer, proven by its client certificate (mutual TLS).
@@ -11,8 +15,10 @@ enum Principal: Sendable {
 
     /// Whether the request proved anything at all.
     var isAuthenticated: Bool {
-        if case .anonymous = self { return false }
-        return true
+        switch self {
+        case .anonymous, .stranger: false
+        case .user, .peer: true
+        }
     }
 
     /// Whether this is a server admin.
@@ -30,7 +36,7 @@ enum Principal: Sendable {
     /// The name `_session` reports: the user's, or `peer:<uuid>` for a peer.
     var name: String? {
         switch self {
-        case .anonymous: nil
+        case .anonymous, .stranger: nil
         case .user(let name, _, _, _): name
         case .peer(let peer): "peer:" + peer.uuid
         }
@@ -39,7 +45,7 @@ enum Principal: Sendable {
     /// The roles `_session` reports and `_security` matches.
     var roles: [String] {
         switch self {
-        case .anonymous: []
+        case .anonymous, .stranger: []
         case .user(_, let record, _, _): record.roles
         case .peer: ["_syncd_peer"]
         }

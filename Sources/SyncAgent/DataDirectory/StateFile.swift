@@ -27,7 +27,9 @@ final class StateFile<Value: Codable & Sendable>: Sendable {
         guard let stamp else { return empty }
         let value: Value
         do {
-            value = try JSONDecoder().decode(Value.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            value = try decoder.decode(Value.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         } catch let error as DecodingError {
             throw .unreadable(path, "\(error)")
         } catch {

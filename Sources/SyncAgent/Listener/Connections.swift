@@ -4,11 +4,13 @@ import NIOSSL
 
 /// The listener's open connections and the node ID of the client certificate
 /// each presented, read once per connection. Revoking a peer closes every
-/// connection it holds.
+/// connection it made requests on as a peer.
 final class Connections: Sendable {
     private struct Entry {
         let channel: any Channel
         let client: ClientCertificate?
+        /// Whether a request on it was made as a paired peer.
+        var peer = false
     }
     private let entries = Locked<[ObjectIdentifier: Entry]>([:])
 
@@ -25,11 +27,15 @@ final class Connections: Sendable {
         return client
     }
 
-    /// Closes every connection whose client presented one of `ids`.
-    func close(clients ids: Set<NodeID>) {
-        guard !ids.isEmpty else { return }
+    /// Notes that a request on `channel` was made as a paired peer.
+    func markPeer(_ channel: any Channel) {
+        entries.withLock { $0[ObjectIdentifier(channel)]?.peer = true }
+    }
+
+    /// Closes every connection used by a peer whose ID `revoked` says is no longer paired.
+    func closePeers(where revoked: (NodeID) -> Bool) {
         let channels = entries.withLock { entries in
-            entries.values.filter { $0.client.map { ids.contains($0.id) } ?? false }.map(\.channel)
+            entries.values.filter { $0.peer && ($0.client.map { revoked($0.id) } ?? false) }.map(\.channel)
         }
         for channel in channels { channel.close(promise: nil) }
     }

@@ -84,10 +84,10 @@ public final class Listener: Sendable {
         self.logger = logger
     }
 
-    /// Closes the connections of peers whose pairing was revoked since the last
-    /// call (by this process or by `syncd peers remove` beside it).
+    /// Closes the connections of peers whose pairing was revoked (by this
+    /// process or by `syncd peers remove` beside it).
     public func closeRevokedConnections() {
-        connections.close(clients: peers.removedSinceLastCheck())
+        connections.closePeers { peers.peer(id: $0) == nil }
     }
 
     /// Change feeds (continuous, longpoll, eventsource) being served right now.
@@ -109,7 +109,6 @@ public final class Listener: Sendable {
         }
         let scheme = configuration.tls ? "https" : "http"
         let host = configuration.host
-        _ = peers.removedSinceLastCheck()
         return ListenerService(listener: self, server: Application(
             responder: responder,
             server: server,

@@ -38,7 +38,7 @@ extension CouchResponder {
     /// How the principal authenticated, as `_session` reports it.
     private static func method(of principal: Principal) -> JSON {
         switch principal {
-        case .anonymous: .null
+        case .anonymous, .stranger: .null
         case .user(_, _, let method, _): .string(method)
         case .peer: "syncd_peer_certificate"
         }

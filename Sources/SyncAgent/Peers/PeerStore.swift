@@ -1,18 +1,14 @@
 import Foundation
-import Locking
 
 /// The paired peers of a data directory, kept in `peers.json` (mode 0600).
 ///
 /// Changes made by another process (`syncd peers remove` beside a running
-/// listener) are seen on the next look-up; ``removedSinceLastCheck()`` tells
-/// the listener which peers were revoked so it can close their connections.
+/// listener) are seen on the next look-up.
 public final class PeerStore: Sendable {
     private struct File: Codable {
         var peers: [PairedPeer] = []
     }
     private let file: StateFile<File>
-    /// The IDs seen at the last ``removedSinceLastCheck()``.
-    private let known = Locked<Set<NodeID>?>(nil)
 
     /// The peers of the data directory `directory`.
     public init(directory: String) {
@@ -81,15 +77,6 @@ public final class PeerStore: Sendable {
                 file.peers[index].addresses.insert(address, at: 0)
                 file.peers[index].addresses = Array(file.peers[index].addresses.prefix(8))
             }
-        }
-    }
-
-    /// The IDs of peers removed since the previous call.
-    func removedSinceLastCheck() -> Set<NodeID> {
-        guard let current = try? Set(all().map(\.id)) else { return [] }
-        return known.withLock { known in
-            defer { known = current }
-            return (known ?? current).subtracting(current)
         }
     }
 }

@@ -1,0 +1,175 @@
+import AsyncHTTPClient
+import Foundation
+import Store
+@testable import SyncAgent
+import XCTest
+
+/// Pairing two nodes with an invitation, and what pairing does and does not let a node do.
+final class PairingTests: XCTestCase {
+    func testPairingRecordsBothSidesAndPeersReplicateByCertificateAlone() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        let invitation = try a.invite(["notes"])
+        let peer = try await b.join(invitation, name: "laptop")
+
+        XCTAssertEqual(peer.uuid, a.listener.identity.uuid)
+        XCTAssertEqual(peer.id, a.listener.identity.id)
+        XCTAssertEqual(peer.databases, ["notes"])
+        XCTAssertEqual(peer.addresses, ["127.0.0.1:\(a.port)"])
+        let recordedOnA = try a.listener.peers.all()
+        XCTAssertEqual(recordedOnA.count, 1)
+        XCTAssertEqual(recordedOnA.first?.uuid, b.listener.identity.uuid)
+        XCTAssertEqual(recordedOnA.first?.id, b.listener.identity.id)
+        XCTAssertEqual(recordedOnA.first?.name, "laptop")
+        XCTAssertEqual(recordedOnA.first?.addresses, ["127.0.0.1:\(b.port)"])
+        XCTAssertEqual(try b.listener.peers.all().map(\.uuid), [a.listener.identity.uuid])
+
+        // Pull A → B and push B → A, with certificates and no password.
+        let notesA = try a.catalog.database("notes")
+        try await notesA.putDocuments(count: 40, prefix: "a")
+        let notesB = try b.catalog.openOrCreate("notes")
+        let fromA = try b.peerEndpoint(a, "notes")
+        let pulled = await Replicator(ReplicationConfiguration(source: fromA, target: LocalEndpoint(notesB))).run()
+        XCTAssertNil(pulled.lastError)
+        XCTAssertEqual(pulled.docsWritten, 40)
+        try await notesB.putDocuments(count: 7, prefix: "b")
+        let pushed = await Replicator(ReplicationConfiguration(source: LocalEndpoint(notesB), target: fromA)).run()
+        await fromA.shutdown()
+        XCTAssertNil(pushed.lastError)
+        XCTAssertEqual(pushed.docsWritten, 7)
+        XCTAssertEqual(try notesA.info().docCount, 47)
+
+        // The invitation was spent.
+        do {
+            _ = try await b.join(invitation)
+            XCTFail("an invitation works once")
+        } catch {
+            XCTAssertEqual(error, .invitationRefused("the invitation was already used"))
+        }
+    }
+
+    func testWrongExpiredCancelledAndGuessedSecretsAreRefusedAndRecordNothing() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        func refusal(_ invitation: InvitationURL) async -> PairingError? {
+            do {
+                _ = try await b.join(invitation)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        var wrong = try a.invite()
+        wrong.secret = "aaaaaaaaaaaaaaaaaaaaaaaaaa"
+        let wrongRefusal = await refusal(wrong)
+        XCTAssertEqual(wrongRefusal, .invitationRefused("no such invitation: the secret is wrong"))
+        XCTAssertEqual(wrongRefusal?.description, "pairing refused: no such invitation: the secret is wrong")
+
+        let expiring = try a.invite(lifetime: .seconds(1))
+        try await Task.sleep(for: .milliseconds(1200))
+        let expiredRefusal = await refusal(expiring)
+        XCTAssertEqual(expiredRefusal, .invitationRefused("the invitation expired"))
+
+        let cancelled = try a.invite()
+        XCTAssertEqual(try a.listener.invitations.cancel(), 2, "the one whose secret was mistyped, and this one")
+        let cancelledRefusal = await refusal(cancelled)
+        XCTAssertEqual(cancelledRefusal, .invitationRefused("the invitation was cancelled"))
+        XCTAssertEqual(try a.listener.peers.all(), [])
+        XCTAssertEqual(try b.listener.peers.all(), [])
+
+        // Guessing is slowed down: 5 failures per address (3 so far), then 429 without a check.
+        var guess = try a.invite()
+        let good = guess
+        guess.secret = "bbbbbbbbbbbbbbbbbbbbbbbbbb"
+        for _ in 0..<2 {
+            let refused = await refusal(guess)
+            XCTAssertEqual(refused, .invitationRefused("no such invitation: the secret is wrong"))
+        }
+        let limited = await refusal(guess)
+        guard case .rateLimited(let reason)? = limited else { return XCTFail("expected a rate limit, got \(String(describing: limited))") }
+        XCTAssertEqual(reason, "Too many failed pairing attempts from this address; retry later.")
+        let goodButLimited = await refusal(good)
+        guard case .rateLimited? = goodButLimited else { return XCTFail("the limit holds for every secret") }
+        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 1, "a limited attempt spends nothing")
+    }
+
+    func testAURLWithAnotherNodesIDOrUUIDIsRefusedBeforeTheSecretIsSent() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        let impostor = try await startListener { $0.tls = true }
+        var invitation = try a.invite()
+        invitation.id = impostor.listener.identity.id
+        do {
+            _ = try await b.join(invitation)
+            XCTFail("a server without the URL's ID must be refused")
+        } catch {
+            guard case .wrongNode(let why) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(why, "the server at 127.0.0.1:\(a.port) is not node \(impostor.listener.identity.id.short): its certificate has another ID")
+        }
+        var otherUUID = try a.invite()
+        otherUUID.uuid = impostor.listener.identity.uuid
+        do {
+            _ = try await b.join(otherUUID)
+            XCTFail("a certificate naming another UUID must be refused")
+        } catch {
+            XCTAssertEqual(error, .wrongNode("the server's certificate does not name the node UUID the URL carries"))
+        }
+        // Nothing reached A: both invitations are still open and no attempt was counted.
+        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 2)
+        XCTAssertNil(a.listener.pairingAttempts.wait(for: "127.0.0.1"))
+        XCTAssertEqual(try a.listener.peers.all(), [])
+    }
+
+    func testUnpairedAndRevokedNodesAreRefusedAndRevocationClosesTheirConnections() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        let stranger = try await startListener { $0.tls = true }
+        _ = try await b.join(try a.invite(["notes"]))
+
+        let asStranger = try PeerClient(to: a, as: stranger.listener.identity)
+        let refused = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asStranger.client)
+        await asStranger.shutdown()
+        XCTAssertEqual(refused.status, 403)
+        XCTAssertEqual(refused.json["error"], "forbidden")
+        XCTAssertEqual(refused.json["reason"]?.stringValue, "Node \(stranger.listener.identity.id.short) is not paired with this node.")
+
+        let asB = try PeerClient(to: a, as: b.listener.identity)
+        try await assertEqual(try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asB.client).status, 200)
+        // A continuous feed held open by B ends when B is revoked.
+        var request = HTTPClientRequest(url: a.anonymousURL + "/notes/_changes?feed=continuous&heartbeat=500")
+        request.method = .GET
+        let feed = try await asB.client.execute(request, timeout: .seconds(60))
+        XCTAssertEqual(feed.status.code, 200)
+        XCTAssertTrue(try a.listener.peers.remove(id: b.listener.identity.id))
+        let started = ContinuousClock.now
+        do {
+            for try await _ in feed.body {}
+        } catch {}
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(20), "the revoked peer's feed must be closed")
+        let revoked = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asB.client)
+        await asB.shutdown()
+        XCTAssertEqual(revoked.status, 403)
+        XCTAssertEqual(revoked.json["reason"]?.stringValue, "Node \(b.listener.identity.id.short) is not paired with this node.")
+    }
+
+    func testNodeIDsAndInvitationURLsRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identity = try NodeIdentity.loadOrCreate(in: directory.path)
+        let id = identity.id
+        XCTAssertEqual(id.description.count, 64)
+        XCTAssertEqual(id.description.split(separator: "-").count, 13)
+        XCTAssertEqual(NodeID(id.description), id)
+        XCTAssertEqual(NodeID(id.description.lowercased().replacingOccurrences(of: "-", with: "")), id)
+        XCTAssertEqual(NodeID(identity.fingerprint), id)
+        XCTAssertNil(NodeID("not-an-id"))
+        XCTAssertEqual(NodeIdentity.uuid(inCertificateDER: identity.certificateDER), identity.uuid)
+
+        let url = InvitationURL(host: "192.168.1.20", port: 5984, database: "my notes", uuid: identity.uuid, id: id, secret: "abc234")
+        XCTAssertEqual(try InvitationURL(url.description), url)
+        XCTAssertTrue(url.description.hasPrefix("https://192.168.1.20:5984/my%20notes#uuid="))
+        XCTAssertEqual(try InvitationURL(InvitationURL(host: "fd00::1", port: 1, database: "d", uuid: identity.uuid, id: id, secret: "s").description).host, "fd00::1")
+        XCTAssertThrowsError(try InvitationURL("http://192.168.1.20:5984/notes"))
+        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&secret=x"))
+    }
+}
