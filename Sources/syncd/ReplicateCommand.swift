@@ -199,6 +199,7 @@ final class ProgressPrinter: Sendable {
     static func line(_ status: ReplicationStatus) -> String {
         var line = "\(status.activity.rawValue): \(status.completed)/\(status.total) changes, read \(status.docsRead), written \(status.docsWritten)"
         if status.docWriteFailures > 0 { line += ", failed \(status.docWriteFailures)" }
+        if status.checkpointOnTargetOnly { line += ", checkpoint on the target only (the source is read-only)" }
         if status.activity == .offline, let error = status.lastError { line += " (\(error))" }
         return line
     }
