@@ -53,11 +53,17 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.tls = tls
         configuration.requireAuthentication = requireAuth
         configuration.maximumRequestSize = maximumRequestSize
-        let listener = Listener(catalog: catalog, identity: identity, users: UserStore(directory: data.path),
+        let users = UserStore(directory: data.path)
+        if requireAuth, (try? users.names())?.isEmpty ?? true {
+            FileHandle.standardError.write(Data("warning: --require-auth with no users: every request will be refused; add one with `syncd user add NAME`\n".utf8))
+        }
+        let listener = Listener(catalog: catalog, identity: identity, users: users,
                                 configuration: configuration, logger: logger)
         let tlsEnabled = tls
+        let host = self.host
         let server = try listener.service { url in
-            var line = "listening on \(url)\n"
+            // A wildcard address is where it listens, not where anyone can connect: show the interfaces' addresses.
+            var line = InterfaceAddresses.urls(for: url, host: host).map { "listening on \($0)\n" }.joined()
             if tlsEnabled { line += "certificate sha256 fingerprint \(identity.fingerprint)\n" }
             FileHandle.standardOutput.write(Data(line.utf8))
         }

@@ -94,6 +94,7 @@ public final class UserStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(UserFile(users: users))
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
