@@ -11,7 +11,7 @@ import Testing
         let pair = try LocalPair()
         defer { pair.close() }
         try await pair.a.putDocuments(count: 120, prefix: "doc")
-        let source = ReadOnlyEndpoint(LocalEndpoint(pair.a), refusal: status)
+        let source = InspectedEndpoint(LocalEndpoint(pair.a), refusingCheckpointsWith: status)
         func replicate() async -> ReplicationStatus {
             var configuration = ReplicationConfiguration(source: source, target: LocalEndpoint(pair.b))
             configuration.batchSize = 50
@@ -39,38 +39,4 @@ import Testing
         #expect(status.lastError == nil)
         #expect(!status.checkpointOnTargetOnly)
     }
-}
-
-/// A source whose checkpoint writes are refused with `refusal` (401 or 403), as a
-/// read-only CouchDB database or a proxy allowing only reads answers them.
-struct ReadOnlyEndpoint: Endpoint {
-    let inner: LocalEndpoint
-    let refusal: Int
-
-    init(_ inner: LocalEndpoint, refusal: Int) {
-        self.inner = inner
-        self.refusal = refusal
-    }
-
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
-    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
-        throw EndpointError(status: refusal, error: refusal == 401 ? "unauthorized" : "forbidden", reason: "read-only", endpoint: displayName)
-    }
-    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await inner.changes(request, deliver: deliver)
-    }
-    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
-        try await inner.missingRevisions(revisions)
-    }
-    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        try await inner.revisions(requests)
-    }
-    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
-        try await inner.write(revisions)
-    }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }

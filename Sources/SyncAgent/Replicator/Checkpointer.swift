@@ -10,8 +10,8 @@ import Store
 /// different session, restarts from the newest session both histories share.
 /// A write that meets 409 (someone else updated the checkpoint) re-reads the
 /// current revision and retries. A source that refuses the checkpoint (401 or
-/// 403: a read-only source) does not stop the replication: as PouchDB and
-/// CouchDB do, the checkpoint is then kept on the target alone.
+/// 403: a read-only source) does not stop the replication: as PouchDB does,
+/// the checkpoint is then kept on the target alone.
 public actor Checkpointer {
     /// What the replication did in this session, recorded in the history.
     public struct Statistics: Sendable, Hashable {

@@ -30,7 +30,7 @@ public struct ReplicationStatus: Sendable, Hashable {
     /// The source sequence the target is known to be complete up to.
     public var checkpointedSequence: ChangeSequence?
     /// The source refused the checkpoint (401 or 403: a read-only source), so the
-    /// checkpoint is kept on the target alone, as PouchDB and CouchDB do.
+    /// checkpoint is kept on the target alone, as PouchDB does.
     public var checkpointOnTargetOnly = false
 
     /// A stopped replication with nothing done.
