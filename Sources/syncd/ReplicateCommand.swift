@@ -44,7 +44,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(name: .customLong("fingerprint"), help: "Trust an HTTPS side only if its certificate has this SHA-256 fingerprint.")
     var fingerprint: String?
 
-    @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints.")
+    @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints once the server's GET / uuid matches it.")
     var peerUUID: String?
 
     @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints while running.")
