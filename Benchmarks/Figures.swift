@@ -27,6 +27,15 @@ func figure(_ name: String, _ value: Double, _ unit: String, decimals: Int = 0) 
     print(name.padding(toLength: 58, withPad: " ", startingAt: 0) + String(format: "%12.\(decimals)f %@", value, unit))
 }
 
+/// Where the reference replicators' figures come from: measured elsewhere, never in this run.
+let referenceSource = "../shared/notes/replication-anchors.md"
+
+/// Prints a figure measured elsewhere, for scale only: labelled as such, with its
+/// source, and never divided into a figure of this run.
+func reference(_ name: String, _ value: String) {
+    print("reference, not measured here: \(name): \(value) (\(referenceSource))")
+}
+
 /// A fresh temporary directory.
 func temporaryDirectory(_ label: String) -> String {
     let path = NSTemporaryDirectory() + "syncd-bench-\(label)-" + UUID().uuidString

@@ -63,7 +63,7 @@ private func replicationThroughput(arguments: [String]) async throws {
     figure("one-shot pull over HTTP, syncd to syncd (goal >= 25000)", pullRate, "docs/s")
     figure("pull time", seconds, "s", decimals: 2)
     figure("pull / bulk load", pullRate / loadRate, "", decimals: 2)
-    figure("pull / CouchDB 3.5 (5000 docs/s)", pullRate / 5000, "", decimals: 2)
+    reference("Apache CouchDB 3.5 one-shot replication, 100,000 small docs", "about 5,000 docs/s")
 }
 
 /// Loads `count` small documents into database `name` of a new catalog; returns docs/s.
@@ -112,6 +112,7 @@ private func replicationLatency(arguments: [String]) async throws {
     figure("p90", percentile(latencies, 90), "ms", decimals: 1)
     figure("p99 (goal <= 50)", percentile(latencies, 99), "ms", decimals: 1)
     figure("max", latencies.max() ?? .nan, "ms", decimals: 1)
+    reference("Apache CouchDB 3.5 continuous replication, write on A until readable on B", "p50 101 ms, p99 148 ms")
 }
 
 // MARK: Memory

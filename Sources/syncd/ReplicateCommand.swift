@@ -44,7 +44,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(name: .customLong("fingerprint"), help: "Trust an HTTPS side only if its certificate has this SHA-256 fingerprint.")
     var fingerprint: String?
 
-    @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints.")
+    @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints once the server's GET / uuid matches it.")
     var peerUUID: String?
 
     @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints while running.")
@@ -199,6 +199,7 @@ final class ProgressPrinter: Sendable {
     static func line(_ status: ReplicationStatus) -> String {
         var line = "\(status.activity.rawValue): \(status.completed)/\(status.total) changes, read \(status.docsRead), written \(status.docsWritten)"
         if status.docWriteFailures > 0 { line += ", failed \(status.docWriteFailures)" }
+        if status.checkpointOnTargetOnly { line += ", checkpoint on the target only (the source is read-only)" }
         if status.activity == .offline, let error = status.lastError { line += " (\(error))" }
         return line
     }

@@ -50,6 +50,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maximumRequestSize = maximumRequestSize
         let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
         defer { node.close() }
+        if (try? node.listener.users.names())?.isEmpty ?? true, (try? node.listener.peers.all())?.isEmpty ?? true {
+            FileHandle.standardError.write(Data("""
+                warning: no users and no paired peers: clients can reach only databases opened to anonymous readers; \
+                add a user with `syncd user add NAME --admin` or pair with `syncd pair`
+
+                """.utf8))
+        }
         let identity = node.listener.identity
         let tlsEnabled = tls
         let server = try node.service { record in

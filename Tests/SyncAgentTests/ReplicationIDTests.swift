@@ -50,12 +50,30 @@ import Testing
             let byIP = try RemoteEndpoint(url: a.url + "/addr")
             let byName = try RemoteEndpoint(url: a.url.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/addr")
             let withCredentials = try RemoteEndpoint(url: a.anonymousURL.replacingOccurrences(of: "http://", with: "http://someone:pw@") + "/addr")
-            let given = try RemoteEndpoint(url: a.url + "/addr", peerUUID: "caller-known-uuid")
+            let peerUUID = a.listener.identity.uuid.uppercased()
+            let given = try RemoteEndpoint(url: a.url + "/addr", peerUUID: peerUUID)
             let identities = [try await byIP.identity(), try await byName.identity(), try await withCredentials.identity()]
             #expect(Set(identities).count == 1)
             #expect(identities[0] == "db:" + (try a.catalog.database("addr").uuid))
-            #expect(try await given.identity() == "node:caller-known-uuid/addr")
+            #expect(try await given.identity() == "node:\(peerUUID)/addr")
             for endpoint in [byIP, byName, withCredentials, given] { await endpoint.shutdown() }
+        } catch {
+            await a.stop()
+            throw error
+        }
+        await a.stop()
+    }
+
+    @Test func aPeerUUIDThatIsNotTheServersIsRefused() async throws {
+        let a = try await TestListener.start()
+        do {
+            _ = try a.catalog.create("addr")
+            let wrong = try RemoteEndpoint(url: a.url + "/addr", peerUUID: "0123456789abcdef0123456789abcdef")
+            let error = await #expect(throws: EndpointError.self) { try await wrong.identity() }
+            #expect(error?.error == "wrong_peer")
+            #expect(error?.isTransient == false)
+            #expect(error?.reason.contains(a.listener.identity.uuid) == true)
+            await wrong.shutdown()
         } catch {
             await a.stop()
             throw error

@@ -187,16 +187,19 @@ struct LocalPair {
 }
 
 /// Wraps an endpoint: refuses to write one document (as a validation function
-/// would) and records the revisions read through it.
+/// would), refuses checkpoints with a status (as a read-only database does),
+/// and records the revisions read through it.
 final class InspectedEndpoint: Endpoint, @unchecked Sendable {
     let inner: any Endpoint
     let refused: String?
+    let checkpointRefusal: Int?
     private let lock = NSLock()
     private var fetched: [ReplicatedRevision] = []
 
-    init(_ inner: any Endpoint, refusing refused: String? = nil) {
+    init(_ inner: any Endpoint, refusing refused: String? = nil, refusingCheckpointsWith checkpointRefusal: Int? = nil) {
         self.inner = inner
         self.refused = refused
+        self.checkpointRefusal = checkpointRefusal
     }
 
     /// The revisions read from this endpoint so far.
@@ -207,7 +210,12 @@ final class InspectedEndpoint: Endpoint, @unchecked Sendable {
     func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
     func identity() async throws(EndpointError) -> String { try await inner.identity() }
     func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
-    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
+    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
+        if let status = checkpointRefusal {
+            throw EndpointError(status: status, error: status == 401 ? "unauthorized" : "forbidden", reason: "read-only", endpoint: displayName)
+        }
+        return try await inner.putLocalDocument(id: id, json)
+    }
     func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
         try await inner.changes(request, deliver: deliver)
     }

@@ -14,6 +14,7 @@ cleanup() {
 trap cleanup EXIT
 
 serve() {
+    : >"$work/$1.out"  # exists before the loop reads it, whenever the background job opens it
     "$syncd" serve --data "$work/$1" --port 0 "${@:2}" >"$work/$1.out" 2>&1 &
     pid=$!
     for _ in $(seq 100); do

@@ -11,18 +11,23 @@ public struct StagedAttachment: Sendable, Hashable {
     public let digest: String
     /// The content's length in bytes.
     public let length: Int
+    /// This staging's own pin on the file, so releasing it twice is harmless.
+    let pin: UUID
 }
 
 /// The folder of content-addressed attachment files beside a database.
 ///
-/// Content is written to a temporary file while its digests are computed, then
-/// renamed to its SHA-256, so a file under a digest name is always complete.
-/// Files staged but not yet referenced by a committed revision are pinned, so
-/// compaction does not take them.
+/// Content is written to a temporary file in `tmp/` while its digests are
+/// computed, made durable, then renamed to its SHA-256, so a file under a
+/// digest name is always complete. Files staged but not yet referenced by a
+/// committed revision are pinned, so compaction does not take them.
 final class AttachmentStore: Sendable {
     let folder: String
-    private let pins = Locked<[String: Int]>([:])
+    /// The pins held on each file: one per staging not yet released.
+    private let pins = Locked<[String: Set<UUID>]>([:])
 
+    /// Opens the folder (creating it) and removes temporary files that a
+    /// crashed writer left behind.
     init(folder: String) throws(StoreError) {
         self.folder = folder
         do {
@@ -30,6 +35,7 @@ final class AttachmentStore: Sendable {
         } catch {
             throw .internal("cannot create \(folder): \(error)")
         }
+        sweepTemporaryFiles()
     }
 
     /// The path of the file holding the content with SHA-256 `key`.
@@ -47,15 +53,10 @@ final class AttachmentStore: Sendable {
     where Chunks.Element: Collection<UInt8> {
         let writer = try AttachmentWriter(store: self)
         var length = 0
-        do {
-            for try await chunk in chunks {
-                length += chunk.count
-                if length > limit { throw StoreError(.tooLarge, error: "attachment_too_large", reason: "Attachment exceeds \(limit) bytes") }
-                try writer.append(chunk)
-            }
-        } catch {
-            writer.abandon()
-            throw error
+        for try await chunk in chunks {
+            length += chunk.count
+            if length > limit { throw StoreError(.tooLarge, error: "attachment_too_large", reason: "Attachment exceeds \(limit) bytes") }
+            try writer.append(chunk)
         }
         return try writer.finish()
     }
@@ -68,22 +69,32 @@ final class AttachmentStore: Sendable {
         return [UInt8](data)
     }
 
-    func pin(_ key: String) { pins.withLock { $0[key, default: 0] += 1 } }
+    /// Pins a file before it is moved into place.
+    fileprivate func pin(_ staged: StagedAttachment) {
+        pins.withLock { _ = $0[staged.key, default: []].insert(staged.pin) }
+    }
 
-    func unpin(_ key: String) {
+    /// Releases one staging's pin; releasing it again does nothing.
+    func release(_ staged: StagedAttachment) {
         pins.withLock { pins in
-            if let count = pins[key], count > 1 { pins[key] = count - 1 } else { pins[key] = nil }
+            guard var holders = pins[staged.key] else { return }
+            holders.remove(staged.pin)
+            pins[staged.key] = holders.isEmpty ? nil : holders
         }
     }
 
     /// Deletes every file whose key is neither in `referenced` nor pinned. Returns how many.
+    ///
+    /// Each file is checked and deleted under the pins' lock, and a writer pins
+    /// before it renames, so a file staged at any moment is never deleted.
     func removeOrphans(keeping referenced: Set<String>) -> Int {
-        let pinned = pins.withLock { Set($0.keys) }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         var removed = 0
-        for name in names where name.count == 64 && !referenced.contains(name) && !pinned.contains(name) {
-            if unlink(path(for: name)) == 0 { removed += 1 }
+        for name in names where name.count == 64 && !referenced.contains(name) {
+            let deleted = pins.withLock { pins in pins[name] == nil && unlink(path(for: name)) == 0 }
+            if deleted { removed += 1 }
         }
+        if removed > 0 { syncFolder() }
         return removed
     }
 
@@ -95,22 +106,53 @@ final class AttachmentStore: Sendable {
             return sum + (stat(path(for: name), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int(info.st_size) : 0)
         }
     }
+
+    /// Makes the folder's entries (a rename, a deletion) durable.
+    @discardableResult
+    func syncFolder() -> Bool {
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return fsync(descriptor) == 0
+    }
+
+    /// Deletes the temporary files no writer holds: a writer keeps an exclusive
+    /// lock on its file until the rename, so another process's are left alone.
+    private func sweepTemporaryFiles() {
+        let temporary = folder + "/tmp/"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] {
+            let descriptor = open(temporary + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { unlink(temporary + name) }
+            close(descriptor)
+        }
+    }
 }
 
-/// Streams content into a temporary file, hashing as it goes.
+/// Streams content into a temporary file, hashing as it goes. A writer that
+/// is dropped before ``finish()`` closes and removes its file.
 final class AttachmentWriter {
     private let store: AttachmentStore
+    private let pin = UUID()
     private let temporaryPath: String
-    private let descriptor: Int32
+    private var descriptor: Int32
     private var md5 = Insecure.MD5()
     private var sha256 = SHA256()
     private var length = 0
 
     init(store: AttachmentStore) throws(StoreError) {
         self.store = store
-        temporaryPath = store.folder + "/tmp/" + UUID().uuidString
+        temporaryPath = store.folder + "/tmp/" + pin.uuidString
         descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .internal("cannot create \(temporaryPath): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw Self.failure("cannot create \(temporaryPath)") }
+        flock(descriptor, LOCK_EX)
+    }
+
+    deinit {
+        if descriptor >= 0 {
+            close(descriptor)
+            unlink(temporaryPath)
+        }
     }
 
     func append(_ bytes: some Collection<UInt8>) throws(StoreError) {
@@ -124,7 +166,7 @@ final class AttachmentWriter {
                 let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
-                    return .failure(.internal("cannot write attachment: \(String(cString: strerror(errno)))"))
+                    return .failure(Self.failure("cannot write attachment"))
                 }
                 offset += written
             }
@@ -133,23 +175,31 @@ final class AttachmentWriter {
         if let result { try result.get() } else { try append(Array(bytes)) }
     }
 
-    /// Moves the file to its content address (or drops it if that content is
-    /// already stored) and pins it until the caller's write commits.
+    /// Makes the content durable, moves the file to its content address
+    /// (replacing an identical one) and pins it until the caller's write ends.
     func finish() throws(StoreError) -> StagedAttachment {
-        close(descriptor)
-        let key = sha256.finalize().map { String(format: "%02x", $0) }.joined()
-        let digest = "md5-" + Data(md5.finalize()).base64EncodedString()
-        store.pin(key)
-        if rename(temporaryPath, store.path(for: key)) != 0 {
-            unlink(temporaryPath)
-            store.unpin(key)
-            throw .internal("cannot store attachment: \(String(cString: strerror(errno)))")
+        guard fsync(descriptor) == 0 else { throw Self.failure("cannot write attachment") }
+        let staged = StagedAttachment(
+            key: sha256.finalize().map { String(format: "%02x", $0) }.joined(),
+            digest: "md5-" + Data(md5.finalize()).base64EncodedString(),
+            length: length, pin: pin
+        )
+        store.pin(staged)
+        guard rename(temporaryPath, store.path(for: staged.key)) == 0 else {
+            let error = Self.failure("cannot store attachment")
+            store.release(staged)
+            throw error
         }
-        return StagedAttachment(key: key, digest: digest, length: length)
+        close(descriptor)
+        descriptor = -1
+        guard store.syncFolder() else {
+            store.release(staged)
+            throw Self.failure("cannot store attachment")
+        }
+        return staged
     }
 
-    func abandon() {
-        close(descriptor)
-        unlink(temporaryPath)
+    private static func failure(_ what: String) -> StoreError {
+        .internal("\(what): \(String(cString: strerror(errno)))")
     }
 }

@@ -64,12 +64,12 @@ final class BulkValidation: Sendable {
     }
 
     /// The staged attachment files that the checked documents pin.
-    var stagedKeys: [String] {
+    var staged: [StagedAttachment] {
         chunks.withLock { chunks in
-            chunks.flatMap { chunk -> [String] in
+            chunks.flatMap { chunk -> [StagedAttachment] in
                 guard case .checked(let outcomes) = chunk else { return [] }
-                return outcomes.flatMap { outcome -> [String] in
-                    if case .success(let valid) = outcome.parsed { valid.document.stagedKeys } else { [] }
+                return outcomes.flatMap { outcome -> [StagedAttachment] in
+                    if case .success(let valid) = outcome.parsed { valid.document.staged } else { [] }
                 }
             }
         }

@@ -14,9 +14,9 @@ extension Database {
             return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
         }
         defer {
-            for key in batch.stagedKeys { attachments.unpin(key) }
+            for staged in batch.staged { attachments.release(staged) }
             for upload in uploads {
-                for staged in upload.staged.values { attachments.unpin(staged.key) }
+                for staged in upload.staged.values { attachments.release(staged) }
             }
         }
         // A batch of one chunk is checked before it is queued, so concurrent
@@ -60,8 +60,13 @@ extension Database {
     }
 
     private func validate(_ upload: DocumentUpload, newEdits: Bool) -> Result<ValidDocument, StoreError> {
+        var document: ParsedDocument
         do throws(StoreError) {
-            var document = try DocumentValidation.parse(upload, store: attachments)
+            document = try DocumentValidation.parse(upload, store: attachments)
+        } catch {
+            return .failure(error)
+        }
+        do throws(StoreError) {
             if document.id == nil {
                 guard newEdits else { throw .badRequest("Document id is required with new_edits=false") }
                 document.id = Self.newDocumentID()
@@ -77,6 +82,7 @@ extension Database {
             }
             return .success(ValidDocument(document))
         } catch {
+            for staged in document.staged { attachments.release(staged) }
             return .failure(error)
         }
     }
@@ -107,10 +113,12 @@ extension Database {
         try await attachments.stage(chunks, limit: limit)
     }
 
-    /// Gives up staged content that will not be written after all (an upload
-    /// that failed part-way), so compaction may delete its file.
+    /// Releases staged content, so compaction may delete its file unless a
+    /// revision refers to it. A write given the content releases it when it
+    /// ends; calling this as well, or twice, is harmless, so an upload can
+    /// release everything it staged on every path (`defer`), failed part-way or not.
     public func discardStaged(_ staged: StagedAttachment) {
-        attachments.unpin(staged.key)
+        attachments.release(staged)
     }
 
     /// A new random document id: 32 hex digits, as CouchDB makes them.

@@ -61,7 +61,7 @@ struct ParsedDocument: Sendable {
     }
 
     /// The staged files this document holds pinned.
-    var stagedKeys: [String] {
-        attachments.compactMap { if case .content(let staged, _, _) = $0.input { staged.key } else { nil } }
+    var staged: [StagedAttachment] {
+        attachments.compactMap { if case .content(let staged, _, _) = $0.input { staged } else { nil } }
     }
 }

@@ -73,8 +73,14 @@ enum DocumentValidation {
         var attachments: [(name: String, input: ParsedDocument.AttachmentInput)] = []
         if let value = specialValue("_attachments") {
             guard case .object(let entries) = value else { throw .badRequest("_attachments must be an object") }
-            for (name, entry) in entries {
-                attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))
+            do throws(StoreError) {
+                for (name, entry) in entries {
+                    attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))
+                }
+            } catch {
+                // Inline content staged before the failure is not going to be written.
+                for case (_, .content(let staged, _, _)) in attachments { store.release(staged) }
+                throw error
             }
         }
         var body: [UInt8] = []

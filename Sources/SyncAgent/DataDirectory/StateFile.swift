@@ -43,6 +43,7 @@ final class StateFile<Value: Codable & Sendable>: Sendable {
     /// under the file's lock; returns what `change` returns.
     @discardableResult
     func update<Result>(_ change: (inout Value) throws -> Result) throws -> Result {
+        try DataDirectory.create((path as NSString).deletingLastPathComponent)
         let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else { throw StateFileError.io(path + ".lock", errno) }
         defer { close(lock) }

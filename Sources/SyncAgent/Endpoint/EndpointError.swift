@@ -49,6 +49,9 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The thing asked for does not exist (404).
     public var isNotFound: Bool { status == 404 }
 
+    /// The credentials are missing or do not allow this (401, 403): a read-only side, for instance.
+    public var isForbidden: Bool { status == 401 || status == 403 }
+
     /// Worth retrying later: no answer, a server error, a timeout or throttling.
     /// Everything else (bad credentials, missing database, refused input) needs a person.
     public var isTransient: Bool { status == 0 || status >= 500 || status == 408 || status == 429 }

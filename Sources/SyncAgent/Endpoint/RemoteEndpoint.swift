@@ -112,17 +112,36 @@ public final class RemoteEndpoint: Endpoint {
         }
     }
 
-    /// The database's `uuid` when its info has one, else the server's `GET /` uuid (or the peer UUID given) and the database name.
+    /// The database's `uuid` when its info has one, else the server's `GET /` uuid and the database name.
+    /// A peer UUID given in the configuration keys the checkpoints instead, once the
+    /// server's `uuid` is checked to be that peer's: a server that is not refuses with `wrong_peer`.
     public func identity() async throws(EndpointError) -> String {
         let database = configuration.url.database
-        if let peerUUID = configuration.peerUUID { return "node:\(peerUUID)/\(database)" }
+        if let peerUUID = configuration.peerUUID {
+            let uuid = try await serverUUID()
+            guard Self.sameUUID(uuid, peerUUID) else {
+                throw EndpointError(status: 421, error: "wrong_peer", reason: "the server's uuid is \(uuid), not the peer UUID \(peerUUID) given", endpoint: displayName)
+            }
+            return "node:\(peerUUID)/\(database)"
+        }
         let info = try await requestJSON(.GET, databasePath + "/")
         if let uuid = info["uuid"]?.stringValue, !uuid.isEmpty { return "db:" + uuid }
+        return "node:\(try await serverUUID())/\(database)"
+    }
+
+    /// The `uuid` of the server's welcome (`GET /`).
+    private func serverUUID() async throws(EndpointError) -> String {
         let welcome = try await requestJSON(.GET, configuration.url.basePath + "/")
         guard let uuid = welcome["uuid"]?.stringValue, !uuid.isEmpty else {
-            throw .badResponse(displayName, "the server's welcome (GET /) has no uuid; pass the peer's UUID instead")
+            throw .badResponse(displayName, "the server's welcome (GET /) has no uuid")
         }
-        return "node:\(uuid)/\(database)"
+        return uuid
+    }
+
+    /// Whether two UUIDs are the same, whatever their case and dashes.
+    static func sameUUID(_ a: String, _ b: String) -> Bool {
+        func normal(_ uuid: String) -> String { uuid.lowercased().replacingOccurrences(of: "-", with: "") }
+        return normal(a) == normal(b)
     }
 
     /// `GET /db/_local/<id>`; `nil` on 404.

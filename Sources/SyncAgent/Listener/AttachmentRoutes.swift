@@ -37,6 +37,7 @@ extension CouchResponder {
                 throw CouchError.tooLarge
             }
             let staged = try await db.stageAttachment(exchange.request.body.map { $0.readableBytesView }, limit: configuration.maximumAttachmentSize)
+            defer { db.discardStaged(staged) }
             var attachments = document["_attachments"]?.objectValue ?? [:]
             attachments[name] = ["content_type": .string(exchange.request.headers[.contentType] ?? "application/octet-stream"), "follows": true]
             document["_attachments"] = .object(attachments)

@@ -74,6 +74,7 @@ extension CouchResponder {
     private func putDocument(_ id: String, in db: Database, _ exchange: inout Exchange) async throws -> Response {
         var object: JSON.Object
         var staged: [String: StagedAttachment] = [:]
+        defer { for content in staged.values { db.discardStaged(content) } }
         if exchange.mediaType == "multipart/related" {
             (object, staged) = try await readRelated(in: db, &exchange)
         } else {
@@ -101,13 +102,18 @@ extension CouchResponder {
             entry.value["follows"]?.boolValue == true ? entry.key : nil
         }
         var staged: [String: StagedAttachment] = [:]
-        var index = 0
-        while let headers = try await reader.nextPart() {
-            guard let name = headers.filename ?? (index < follows.count ? follows[index] : nil) else {
-                throw CouchError.badRequest("multipart part \(index + 2) matches no attachment that follows")
+        do {
+            var index = 0
+            while let headers = try await reader.nextPart() {
+                guard let name = headers.filename ?? (index < follows.count ? follows[index] : nil) else {
+                    throw CouchError.badRequest("multipart part \(index + 2) matches no attachment that follows")
+                }
+                staged[name] = try await db.stageAttachment(reader.bodyChunks(), limit: configuration.maximumAttachmentSize)
+                index += 1
             }
-            staged[name] = try await db.stageAttachment(reader.bodyChunks(), limit: configuration.maximumAttachmentSize)
-            index += 1
+        } catch {
+            for content in staged.values { db.discardStaged(content) }
+            throw error
         }
         return (object, staged)
     }

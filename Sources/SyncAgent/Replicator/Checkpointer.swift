@@ -9,7 +9,9 @@ import Store
 /// agree was reached; a side that lost its checkpoint, or holds one from a
 /// different session, restarts from the newest session both histories share.
 /// A write that meets 409 (someone else updated the checkpoint) re-reads the
-/// current revision and retries.
+/// current revision and retries. A source that refuses the checkpoint (401 or
+/// 403: a read-only source) does not stop the replication: as PouchDB does,
+/// the checkpoint is then kept on the target alone.
 public actor Checkpointer {
     /// What the replication did in this session, recorded in the history.
     public struct Statistics: Sendable, Hashable {
@@ -44,6 +46,8 @@ public actor Checkpointer {
     /// The history both sides held at the start.
     private var history: [JSON] = []
     private var lastSaved: ChangeSequence?
+    /// Whether the source refused a checkpoint write (401 or 403), so the target's alone counts.
+    public private(set) var sourceIsReadOnly = false
 
     private enum Side: Hashable { case source, target }
 
@@ -62,10 +66,27 @@ public actor Checkpointer {
         let targetLog = try await target.localDocument(id: replicationID.value)
         revisions[.source] = sourceLog?["_rev"]?.stringValue
         revisions[.target] = targetLog?["_rev"]?.stringValue
-        startSequence = Self.compare(source: sourceLog, target: targetLog)
-        history = sourceLog?["history"]?.arrayValue ?? []
+        if sourceLog == nil, let targetLog, let sequence = targetLog["source_last_seq"], try await !sourceAcceptsCheckpoints() {
+            startSequence = ChangeSequence(sequence)
+            history = targetLog["history"]?.arrayValue ?? []
+        } else {
+            startSequence = Self.compare(source: sourceLog, target: targetLog)
+            history = sourceLog?["history"]?.arrayValue ?? []
+        }
         lastSaved = startSequence
         return startSequence
+    }
+
+    /// Whether the source takes a checkpoint: PouchDB's test when only the target
+    /// has one, by writing one that matches nothing (so the replication starts over).
+    private func sourceAcceptsCheckpoints() async throws(EndpointError) -> Bool {
+        do {
+            try await write(["session_id": .string(sessionID), "source_last_seq": 0, "history": []], to: .source)
+            return true
+        } catch where error.isForbidden {
+            sourceIsReadOnly = true
+            return false
+        }
     }
 
     /// The sequence both checkpoints agree on: CouchDB's comparison of replication logs.
@@ -109,7 +130,13 @@ public actor Checkpointer {
             "replicator": "syncd",
             "history": .array(Array(([entry] + history).prefix(Self.historyLimit))),
         ]
-        try await write(body, to: .source)
+        if !sourceIsReadOnly {
+            do {
+                try await write(body, to: .source)
+            } catch where error.isForbidden {
+                sourceIsReadOnly = true
+            }
+        }
         try await write(body, to: .target)
         lastSaved = sequence
     }

@@ -99,9 +99,12 @@ final class ReplicationProgress: Sendable {
         }
     }
 
-    /// A checkpoint now records `sequence`.
-    func checkpointed(_ sequence: ChangeSequence) {
-        update { $0.status.checkpointedSequence = sequence }
+    /// A checkpoint now records `sequence`; `targetOnly` when the source refused it.
+    func checkpointed(_ sequence: ChangeSequence, targetOnly: Bool) {
+        update { state in
+            state.status.checkpointedSequence = sequence
+            state.status.checkpointOnTargetOnly = targetOnly
+        }
     }
 
     /// The replication is offline, stopped or active again; `error` replaces the last error when given.

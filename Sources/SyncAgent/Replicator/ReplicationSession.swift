@@ -20,11 +20,13 @@ struct ReplicationSession: Sendable {
         )
         let checkpointer = Checkpointer(replicationID: replicationID, source: source, target: target)
         let since = try await checkpointer.start()
+        let readOnlySource = await checkpointer.sourceIsReadOnly
         logger.info("replication starts", metadata: [
             "id": "\(replicationID)", "source": "\(source.displayName)", "target": "\(target.displayName)", "since": "\(since)",
+            "checkpoint": readOnlySource ? "on the target only (the source refuses it)" : "on both sides",
         ])
         progress.sessionStarted(at: since, continuous: configuration.continuous)
-        progress.checkpointed(since)
+        progress.checkpointed(since, targetOnly: readOnlySource)
 
         let changes = AsyncChannel<ReplicationBatch>()
         let diffed = AsyncChannel<ReplicationBatch>()
@@ -84,7 +86,12 @@ struct ReplicationSession: Sendable {
 
     private func saveCheckpoint(_ checkpointer: Checkpointer) async throws {
         guard let sequence = progress.completedSequence else { return }
+        let wasReadOnly = await checkpointer.sourceIsReadOnly
         try await checkpointer.save(sequence, statistics: progress.statistics)
-        progress.checkpointed(sequence)
+        let readOnly = await checkpointer.sourceIsReadOnly
+        if readOnly && !wasReadOnly {
+            logger.warning("the source refuses checkpoints; keeping the checkpoint on the target only", metadata: ["source": "\(configuration.source.displayName)"])
+        }
+        progress.checkpointed(sequence, targetOnly: readOnly)
     }
 }

@@ -29,6 +29,9 @@ public struct ReplicationStatus: Sendable, Hashable {
     public var lastError: EndpointError?
     /// The source sequence the target is known to be complete up to.
     public var checkpointedSequence: ChangeSequence?
+    /// The source refused the checkpoint (401 or 403: a read-only source), so the
+    /// checkpoint is kept on the target alone, as PouchDB does.
+    public var checkpointOnTargetOnly = false
 
     /// A stopped replication with nothing done.
     public init() {}

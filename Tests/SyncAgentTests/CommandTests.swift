@@ -1,0 +1,128 @@
+import Foundation
+import Store
+@testable import SyncAgent
+import Testing
+
+/// The `syncd` command line: what it creates, warns about and prints.
+@Suite struct CommandTests {
+    @Test func userAddCreatesTheDataDirectory() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-user-add")
+        defer { directory.remove() }
+        let passwordFile = directory.path + "/password"
+        try "secret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let data = directory.path + "/new/data"
+        let add = try SyncdRun(["user", "add", "alice", "--password-file", passwordFile, "--data", data], in: directory.path)
+        #expect(await add.finish() == 0, "\(add.errors)")
+        #expect(try await UserStore(directory: data, iterations: 1).verify(name: "alice", password: "secret") != nil)
+    }
+
+    @Test func servingWithoutUsersOrPeersWarns() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-no-users")
+        defer { directory.remove() }
+        let arguments = ["serve", "--port", "0", "--data", directory.path + "/data"]
+        let alone = try SyncdRun(arguments, in: directory.path)
+        #expect(await alone.waitForOutput("listening on "))
+        #expect(await alone.stop() == 0)
+        #expect(alone.errors.contains("warning: no users and no paired peers"), "\(alone.errors)")
+
+        try UserStore(directory: directory.path + "/data", iterations: 1).setPassword("pw", for: "bob")
+        let withUser = try SyncdRun(arguments, in: directory.path)
+        #expect(await withUser.waitForOutput("listening on "))
+        #expect(await withUser.stop() == 0)
+        #expect(!withUser.errors.contains("warning"), "\(withUser.errors)")
+    }
+
+    /// In a network namespace of its own, with loopback and one veth address,
+    /// `--host 0.0.0.0` prints exactly those two addresses.
+    @Test func aWildcardHostPrintsTheInterfacesAddresses() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-wildcard")
+        defer { directory.remove() }
+        let script = """
+            ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.123.0.1/24 dev v0 && \
+            ip link set v0 up && exec "$0" serve --host 0.0.0.0 --port 0 --data "$1"
+            """
+        let serve = try SyncdRun(["-n", "sh", "-c", script, ServeProcess.executable, directory.path + "/data"],
+                                 executable: "/usr/bin/unshare", in: directory.path)
+        #expect(await serve.waitForOutput("10.123.0.1"), "\(serve.output) \(serve.errors)")
+        #expect(await serve.stop() == 0)
+        let urls = serve.output.split(separator: "\n").filter { $0.hasPrefix("listening on ") }.map { $0.dropFirst("listening on ".count) }
+        let port = try #require(urls.first?.split(separator: ":").last)
+        #expect(urls == ["http://127.0.0.1:\(port)", "http://10.123.0.1:\(port)"], "\(serve.output)")
+    }
+
+    @Test func aWrongPeerUUIDIsRefusedWithAClearError() async throws {
+        let server = try await TestListener.start()
+        let directory = try TemporaryDirectory(prefix: "syncd-peer-uuid")
+        defer { directory.remove() }
+        do {
+            _ = try server.catalog.create("db")
+            let wrong = try SyncdRun(["replicate", server.url + "/db", "copy", "--peer-uuid", "0123456789abcdef0123456789abcdef",
+                                      "--data", directory.path + "/data"], in: directory.path)
+            #expect(await wrong.finish() == 1)
+            #expect(wrong.errors.contains("wrong_peer"), "\(wrong.errors)")
+            #expect(wrong.errors.contains("not the peer UUID 0123456789abcdef0123456789abcdef"), "\(wrong.errors)")
+
+            let right = try SyncdRun(["replicate", server.url + "/db", "copy", "--peer-uuid", server.listener.identity.uuid,
+                                      "--data", directory.path + "/data"], in: directory.path)
+            #expect(await right.finish() == 0, "\(right.errors)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+}
+
+/// A command run as a child process with its standard output and error going to
+/// files, which the test reads while it runs and after.
+final class SyncdRun: @unchecked Sendable {
+    let process: Process
+    private let outputPath: String
+    private let errorPath: String
+
+    init(_ arguments: [String], executable: String = ServeProcess.executable, in directory: String) throws {
+        let name = UUID().uuidString
+        outputPath = directory + "/\(name).out"
+        errorPath = directory + "/\(name).err"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        try process.run()
+    }
+
+    /// What it printed to standard output so far.
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    /// What it printed to standard error so far.
+    var errors: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// Waits (up to 60 s) until standard output contains `text`; false if it exits first.
+    func waitForOutput(_ text: String) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if output.contains(text) { return true }
+            if !process.isRunning { return output.contains(text) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    /// Waits for the exit (killing it after 60 s) and returns its status.
+    func finish() async -> Int32 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        return process.terminationStatus
+    }
+
+    /// Sends SIGTERM and returns the exit status.
+    func stop() async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        return await finish()
+    }
+}
