@@ -181,11 +181,24 @@ private final class BenchProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("syncd").path
     }
 
+    /// `syncd serve` on `data`, with a server admin whose credentials ``url`` carries.
     static func serve(data: String) throws -> BenchProcess {
+        let admin = Process()
+        admin.executableURL = URL(fileURLWithPath: executable)
+        admin.arguments = ["user", "add", "bench", "--admin", "--data", data]
+        let password = Pipe()
+        admin.standardInput = password
+        admin.standardOutput = FileHandle.nullDevice
+        try admin.run()
+        password.fileHandleForWriting.write(Data("bench-password\n".utf8))
+        try password.fileHandleForWriting.close()
+        admin.waitUntilExit()
+        guard admin.terminationStatus == 0 else { throw BenchError("syncd user add failed") }
         let process = try start(["serve", "--port", "0", "--log-level", "error"], data: data)
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }
+        process.lock.withLock { process.url = process.url.replacingOccurrences(of: "://", with: "://bench:bench-password@") }
         return process
     }
 
@@ -266,6 +279,9 @@ private final class BenchClient: @unchecked Sendable {
         let payload = Array((body ?? "").utf8)
         var request = "\(method) \(components.percentEncodedPath) HTTP/1.1\r\nHost: \(origin)\r\nContent-Length: \(payload.count)\r\n"
         if body != nil { request += "Content-Type: application/json\r\n" }
+        if let user = components.user {
+            request += "Authorization: Basic " + Data("\(user):\(components.password ?? "")".utf8).base64EncodedString() + "\r\n"
+        }
         request += "\r\n"
         let bytes = Array(request.utf8) + payload
         do {
