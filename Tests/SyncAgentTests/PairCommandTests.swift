@@ -1,0 +1,99 @@
+@testable import Discovery
+import SyncAgent
+import Foundation
+import XCTest
+
+/// `syncd pair`, `syncd peers`, `syncd id` as a user runs them: one machine
+/// prints an invitation, the other joins with the URL or with a picture of the code.
+final class PairCommandTests: XCTestCase {
+    func testPairingFromThePrintedURLAndFromAnImageOfTheTerminalCode() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-pair-cli")
+        defer { directory.remove() }
+        let (a, b, c) = (directory.path + "/a", directory.path + "/b", directory.path + "/c")
+        func invite() async throws -> (run: SyncdRun, url: String, code: [String]) {
+            let run = try SyncdRun(["pair", "--data", a, "--address", "127.0.0.1", "--port", "0", "--database", "notes",
+                                    "--name", "alpha", "--expires", "2m"], in: directory.path)
+            let printed = await run.waitForOutput("expires in 2m")
+            XCTAssertTrue(printed, run.output + run.errors)
+            let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let urlLine = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("https://127.0.0.1:") }, run.output)
+            return (run, lines[urlLine], Array(lines[..<urlLine]))
+        }
+
+        let first = try await invite()
+        XCTAssertTrue(first.url.contains("/notes#uuid="), first.url)
+        XCTAssertTrue(first.run.output.contains("Scan the code on the other machine, or run there: syncd pair '\(first.url)'"))
+        let join = try SyncdCommand.run(["pair", first.url, "--data", b, "--name", "bravo"])
+        XCTAssertEqual(join.status, 0, join.error)
+        let aID = try XCTUnwrap(Self.field("ID", in: try SyncdCommand.run(["id", "--data", a]).output))
+        let bID = try XCTUnwrap(Self.field("ID", in: try SyncdCommand.run(["id", "--data", b]).output))
+        XCTAssertEqual(join.output, "paired with alpha (\(aID)), sharing notes\n")
+        let firstStatus = await first.run.finish()
+        XCTAssertEqual(firstStatus, 0, first.run.errors)
+        XCTAssertTrue(first.run.output.hasSuffix("paired with bravo (\(bID))\n"), first.run.output)
+        XCTAssertTrue(try SyncdCommand.run(["peers", "--data", a]).output.contains("bravo\n  ID          \(bID)\n"))
+        XCTAssertTrue(try SyncdCommand.run(["peers", "--data", b]).output.contains("alpha\n  ID          \(aID)\n"))
+
+        // The QR code as the terminal showed it, painted into a PNG, joins too.
+        let second = try await invite()
+        // While it waits, the first invitation (at the new port) is refused: it was used.
+        let secondPort = try XCTUnwrap(URLComponents(string: second.url)?.port)
+        var reused = try XCTUnwrap(URLComponents(string: first.url))
+        reused.port = secondPort
+        let again = try SyncdCommand.run(["pair", try XCTUnwrap(reused.string), "--data", c])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertEqual(again.error, "Error: pairing refused: the invitation was already used\n")
+        let image = directory.path + "/code.png"
+        try Data(Self.paint(second.code)).write(to: URL(fileURLWithPath: image))
+        let fromImage = try SyncdCommand.run(["pair", "--image", image, "--data", c, "--name", "charlie"])
+        XCTAssertEqual(fromImage.status, 0, fromImage.error)
+        XCTAssertTrue(fromImage.output.hasPrefix("paired with alpha ("), fromImage.output)
+        let secondStatus = await second.run.finish()
+        XCTAssertEqual(secondStatus, 0)
+
+        let removed = try SyncdCommand.run(["peers", "remove", "charlie", "--data", a])
+        XCTAssertEqual(removed.status, 0, removed.error)
+        XCTAssertTrue(removed.output.hasPrefix("removed charlie ("))
+        let left = try SyncdCommand.run(["peers", "--data", a]).output
+        XCTAssertTrue(left.contains("bravo") && !left.contains("charlie"), left)
+        XCTAssertEqual(try SyncdCommand.run(["peers", "remove", "nobody", "--data", a]).status, 1)
+
+        let notAnImage = directory.path + "/not.png"
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: notAnImage))
+        let unreadable = try SyncdCommand.run(["pair", "--image", notAnImage, "--data", c])
+        XCTAssertNotEqual(unreadable.status, 0)
+        XCTAssertTrue(unreadable.error.contains("cannot read the image"), unreadable.error)
+
+        XCTAssertEqual(try SyncdCommand.run(["--version"]).output, "\(SyncdVersion.current)\n")
+    }
+
+    /// The value after `name` in `syncd id`'s output.
+    static func field(_ name: String, in text: String) -> String? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count)).trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// Half-block terminal art (two module rows per line) as a PNG, 6 pixels per module.
+    static func paint(_ lines: [String]) -> [UInt8] {
+        let scale = 6
+        let width = (lines.map(\.count).max() ?? 0) * scale
+        let height = lines.count * 2 * scale
+        var pixels = [UInt8](repeating: 255, count: width * height)
+        for (row, line) in lines.enumerated() {
+            for (column, glyph) in line.enumerated() {
+                let (top, bottom) = switch glyph {
+                case "█": (true, true)
+                case "▀": (true, false)
+                case "▄": (false, true)
+                default: (false, false)
+                }
+                for (half, dark) in [(0, top), (1, bottom)] where dark {
+                    for y in 0..<scale {
+                        let start = ((row * 2 + half) * scale + y) * width + column * scale
+                        for x in 0..<scale { pixels[start + x] = 0 }
+                    }
+                }
+            }
+        }
+        return PNG.grayscale(width: width, height: height, pixels: pixels)
+    }
+}
