@@ -254,7 +254,7 @@ private enum BenchHTTP {
     }
 }
 
-private struct BenchError: Error, CustomStringConvertible {
+struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

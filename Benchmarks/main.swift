@@ -8,6 +8,8 @@ case "store":
     try await runStoreBenchmarks(arguments: Array(arguments.dropFirst()))
 case "replication":
     try await runReplicationBenchmarks(arguments: Array(arguments.dropFirst()))
+case "pairing":
+    try await runPairingBenchmarks(arguments: Array(arguments.dropFirst()))
 case "discovery":
     try await runDiscoveryBenchmark()
 default:
@@ -16,6 +18,7 @@ default:
                syncd-bench replication throughput [--docs N] [--batch-size N]   one-shot pull between two syncd, and the store's bulk load
                syncd-bench replication latency [--samples N]   write on A until readable through B's HTTP API, continuous replication
                syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
+               syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
         """)
     exit(arguments.isEmpty ? 0 : 2)
