@@ -158,6 +158,19 @@ struct PairCommand: AsyncParsableCommand {
                 """)
         }
         fflush(nil)
+        // Ctrl-C (or SIGTERM) cancels the invitation before the command ends.
+        let interrupts = [Int32(SIGINT), Int32(SIGTERM)].map { (number: Int32) -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                _ = try? store.cancel(handle: invitation.handle)
+                FileHandle.standardError.write(Data("invitation cancelled\n".utf8))
+                Foundation.exit(130)
+            }
+            source.resume()
+            return source
+        }
+        defer { interrupts.forEach { $0.cancel() } }
         let outcome = await InvitationWatch.wait(for: invitation.handle, in: store)
         switch outcome {
         case .spent(let uuid):
