@@ -102,6 +102,7 @@ let package = Package(
             dependencies: [
                 "SyncAgent",
                 "Discovery",
+                "Locking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Locking
 import Foundation
 import Store
 @testable import SyncAgent
@@ -119,6 +120,44 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertGreaterThan(unknown, known / 4, "unknown \(unknown), wrong password \(known)")
         let right = try await users.verify(name: "known", password: "right")
         XCTAssertNotNil(right)
+    }
+
+    /// A flood of password checks waits on one hashing thread with a bounded
+    /// queue: the overflow is refused at once (503 on the listener), and a
+    /// password already verified is answered without waiting in that queue.
+    func testAFloodOfPasswordChecksIsBoundedAndDoesNotHoldUpVerifiedUsers() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let users = UserStore(directory: directory.path, iterations: 20_000)
+        try users.setPassword("right", for: "known")
+        let verified = try await users.verify(name: "known", password: "right")
+        XCTAssertNotNil(verified)
+        let finished = Locked(0)
+        let flood = Task {
+            await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        defer { finished.withLock { $0 += 1 } }
+                        do {
+                            _ = try await users.verify(name: "user\(index)", password: "guess")
+                            return false
+                        } catch {
+                            return true
+                        }
+                    }
+                }
+                var busy = 0
+                for await refused in group where refused { busy += 1 }
+                return busy
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let again = try await users.verify(name: "known", password: "right")
+        let doneWhenAnswered = finished.withLock { $0 }
+        let busy = await flood.value
+        XCTAssertNotNil(again)
+        XCTAssertGreaterThanOrEqual(busy, 40 - UserStore.maximumWaiting, "checks beyond the queue's bound are refused")
+        XCTAssertLessThan(doneWhenAnswered, 40, "the verified user was answered while the flood was still being hashed")
     }
 
     /// Repeated failures from one address are refused before they are checked.

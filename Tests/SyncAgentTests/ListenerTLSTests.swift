@@ -59,4 +59,22 @@ final class ListenerTLSTests: XCTestCase {
             XCTAssertNotEqual(plain.status, 200)
         } catch {}
     }
+
+    /// TLS 1.0 and 1.1 are refused; 1.2 and 1.3 are served.
+    func testOnlyTLS12AndLaterAreAccepted() async throws {
+        let server = try await startListener { $0.tls = true }
+        let certificate = try NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der)
+        for (version, accepted) in [(TLSVersion.tlsv1, false), (.tlsv11, false), (.tlsv12, true), (.tlsv13, true)] {
+            var tls = try TLSSettings.client(trusting: certificate)
+            tls.minimumTLSVersion = version
+            tls.maximumTLSVersion = version
+            var configuration = HTTPClient.Configuration()
+            configuration.tlsConfiguration = tls
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let status = try? await HTTP.json(.GET, server.anonymousURL + "/_up", client: client).status
+            try await client.shutdown()
+            XCTAssertEqual(status, accepted ? 200 : nil, "\(version)")
+        }
+    }
 }
