@@ -151,9 +151,11 @@ struct Exchange {
         }
     }
 
-    /// The body as JSON; 415 unless it is declared as JSON, 400 if it does not parse.
-    mutating func readJSON(limit: Int) async throws -> JSON {
-        if let type = mediaType, type != "application/json" { throw CouchError.notJSON }
+    /// The body as JSON; 400 if it does not parse. With `checkingType`, 415
+    /// unless it is declared as JSON; CouchDB's document `PUT` reads JSON
+    /// whatever the declared type (curl's `-d` sends a form type).
+    mutating func readJSON(limit: Int, checkingType: Bool = true) async throws -> JSON {
+        if checkingType, let type = mediaType, type != "application/json" { throw CouchError.notJSON }
         let body = try await readBody(limit: limit)
         do {
             return try JSON(parsing: body.readableBytesView)
@@ -163,8 +165,8 @@ struct Exchange {
     }
 
     /// The body as a JSON object.
-    mutating func readObject(limit: Int) async throws -> JSON.Object {
-        guard case .object(let object) = try await readJSON(limit: limit) else {
+    mutating func readObject(limit: Int, checkingType: Bool = true) async throws -> JSON.Object {
+        guard case .object(let object) = try await readJSON(limit: limit, checkingType: checkingType) else {
             throw CouchError.badRequest("Request body must be a JSON object")
         }
         return object
