@@ -268,6 +268,32 @@ final class CouchDBFidelityTests: XCTestCase {
         XCTAssertEqual(notJSON.json["error"], "bad_request")
     }
 
+    // MARK: Numbers
+
+    /// Integers a double cannot hold come back with every digit, as CouchDB
+    /// keeps them; the same body gives the same revision id everywhere.
+    func testIntegersBeyondDoublePrecisionStayExact() async throws {
+        let server = try await startListener()
+        let db = try await database(server)
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/other").status, 201)
+        let body = #"{"big":1234567890123456789012345678901234567890,"edge":9007199254740993,"negative":-98765432109876543210,"small":9007199254740992,"list":[18446744073709551616]}"#
+        let first = try await HTTP.request(.PUT, db + "/n", body: Array(body.utf8), headers: [("Content-Type", "application/json")])
+        XCTAssertEqual(first.status, 201, first.text)
+        let second = try await HTTP.request(.PUT, server.url + "/other/n", body: Array(body.utf8), headers: [("Content-Type", "application/json")])
+        XCTAssertEqual(first.json["rev"], second.json["rev"])
+        for text in [try await HTTP.request(.GET, db + "/n").text,
+                     try await HTTP.request(.GET, db + "/_all_docs?include_docs=true").text,
+                     try await HTTP.request(.GET, db + "/_changes?include_docs=true").text] {
+            for digits in ["1234567890123456789012345678901234567890", "9007199254740993", "-98765432109876543210",
+                           "9007199254740992", "[18446744073709551616]"] {
+                XCTAssertTrue(text.contains(digits), "\(digits) missing from \(text)")
+            }
+        }
+        // Selectors still compare them as numbers.
+        let found = try await HTTP.json(.POST, db + "/_changes?filter=_selector", ["selector": ["big": ["$gt": 1e39]]])
+        XCTAssertEqual(found.json["results"]?.arrayValue?.count, 1)
+    }
+
     // MARK: GET /
 
     /// The welcome claims only features syncd has (none of CouchDB's optional

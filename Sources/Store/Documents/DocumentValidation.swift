@@ -11,8 +11,8 @@ enum DocumentValidation {
     /// Checks a document id: non-empty, and only `_design/` and `_local/` ids may start with `_`.
     static func validate(id: String) throws(StoreError) {
         guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
-        guard id.utf8.count <= 4096 else { throw .illegalDocID("Document id is too long") }
         if id == "_design/" || id == "_local/" { throw .illegalDocID("Illegal document id `\(id)`") }
+        guard id.utf8.count <= 4096 else { throw .illegalDocID("Document id is too long") }
         if id.hasPrefix("_"), !id.hasPrefix("_design/"), !id.hasPrefix("_local/") {
             throw .illegalDocID("Only reserved document ids may start with underscore.")
         }
