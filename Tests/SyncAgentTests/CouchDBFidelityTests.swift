@@ -268,6 +268,48 @@ final class CouchDBFidelityTests: XCTestCase {
         XCTAssertEqual(notJSON.json["error"], "bad_request")
     }
 
+    // MARK: POST /{db}/_purge
+
+    /// `_purge` removes leaves as if they had never been, answers CouchDB's
+    /// `{"purge_seq": null, "purged": {...}}`, counts in the database's
+    /// `purge_seq`, and keeps `_purge_infos_limit`; administrators only.
+    func testPurge() async throws {
+        let server = try await startListener()
+        let db = try await database(server)
+        let first = try await HTTP.json(.PUT, db + "/a", ["n": 1]).json["rev"]!.stringValue!
+        let second = try await HTTP.json(.PUT, db + "/a", ["_rev": .string(first), "n": 2]).json["rev"]!.stringValue!
+        _ = try await HTTP.json(.PUT, db + "/b", ["n": 3])
+        try await assertEqual(try await HTTP.json(.GET, db).json["purge_seq"], 0)
+
+        let purged = try await HTTP.json(.POST, db + "/_purge", ["a": [.string(second), .string(first), "9-nothere"], "zz": ["1-abc"]])
+        XCTAssertEqual(purged.status, 201)
+        XCTAssertEqual(purged.json["purge_seq"], .null)
+        XCTAssertEqual(purged.json["purged"]?["a"], [.string(second)])
+        XCTAssertEqual(purged.json["purged"]?["zz"], [])
+        try await assertEqual(try await HTTP.json(.GET, db + "/a").status, 404)
+        let info = try await HTTP.json(.GET, db).json
+        XCTAssertEqual(info["doc_count"], 1)
+        XCTAssertEqual(info["purge_seq"], 2)
+
+        try await assertEqual(try await HTTP.json(.POST, db + "/_purge", ["b": "1-x"]).status, 400)
+        let many = JSON.object(JSON.Object((0...100).map { (key: "d\($0)", value: JSON.array(["1-a"])) }))
+        let tooMany = try await HTTP.json(.POST, db + "/_purge", many)
+        XCTAssertEqual(tooMany.status, 400)
+        XCTAssertEqual(tooMany.json["reason"], "Exceeded maximum number of documents.")
+        try await assertEqual(try await HTTP.json(.GET, db + "/_purge").status, 405)
+
+        try await assertEqual(try await HTTP.json(.GET, db + "/_purge_infos_limit").json, 1000)
+        try await assertEqual(try await HTTP.json(.PUT, db + "/_purge_infos_limit", 2000).json["ok"], true)
+        try await assertEqual(try await HTTP.json(.GET, db + "/_purge_infos_limit").json, 2000)
+        try await assertEqual(try await HTTP.json(.PUT, db + "/_purge_infos_limit", -1).status, 400)
+
+        // With authentication required, an anonymous purge is refused.
+        let locked = try await startListener(users: ["admin": "pw"]) { $0.requireAuthentication = true }
+        _ = try await HTTP.json(.PUT, locked.url + "/db", headers: [HTTP.basic("admin", "pw")])
+        try await assertEqual(try await HTTP.json(.POST, locked.url + "/db/_purge", ["a": ["1-a"]]).status, 401)
+        try await assertEqual(try await HTTP.json(.POST, locked.url + "/db/_purge", ["a": ["1-a"]], headers: [HTTP.basic("admin", "pw")]).status, 201)
+    }
+
     // MARK: Numbers
 
     /// Integers a double cannot hold come back with every digit, as CouchDB

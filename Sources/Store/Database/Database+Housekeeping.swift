@@ -79,10 +79,36 @@ extension Database {
     /// Removes revisions as if they had never existed (CouchDB's `_purge`):
     /// each named leaf and the ancestors no other leaf shares. A document left
     /// with no leaves is removed entirely. Returns what was purged per document.
+    /// Each document of the request counts one in the purge sequence, as in CouchDB.
     @discardableResult
     public func purge(_ request: [(id: String, revisions: [RevisionID])]) async throws(StoreError) -> [(id: String, purged: [RevisionID])] {
         try await write { context in
-            try request.map { id, revisions in (id, try Self.purge(id: id, revisions: revisions, in: &context)) }
+            let purged = try request.map { id, revisions in (id, try Self.purge(id: id, revisions: revisions, in: &context)) }
+            let count = try context.connection.statement(
+                "INSERT INTO meta(key, value) VALUES ('purge_seq', ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value")
+            count.bind(request.count, at: 1)
+            try count.run()
+            return purged
+        }
+    }
+
+    /// How many purge requests CouchDB would keep for its indexes (`_purge_infos_limit`,
+    /// default 1000). syncd has no indexes to replay purges to, so it keeps none;
+    /// the setting is stored for clients that read it back.
+    public func purgeInfosLimit() throws(StoreError) -> Int {
+        try read { db in
+            let select = try db.statement("SELECT value FROM meta WHERE key = 'purge_infos_limit'")
+            return try select.step() ? select.int(0) : 1000
+        }
+    }
+
+    /// Sets ``purgeInfosLimit()``.
+    public func setPurgeInfosLimit(_ limit: Int) async throws(StoreError) {
+        guard limit >= 1 else { throw .badRequest("`purge_infos_limit` must be positive integer") }
+        try await write { context in
+            let update = try context.connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('purge_infos_limit', ?)")
+            update.bind(limit, at: 1)
+            try update.run()
         }
     }
 

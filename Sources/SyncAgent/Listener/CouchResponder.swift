@@ -87,11 +87,15 @@ struct CouchResponder: HTTPResponder {
         case ("_security", .put):
             try await db.setSecurity(.object(try await exchange.readObject(limit: 1 << 20)))
             return Self.json(["ok": true])
+        case ("_purge", .post): return try await purge(db, &exchange)
+        case ("_purge_infos_limit", .get): return Self.json(.number(Double(try db.purgeInfosLimit())))
+        case ("_purge_infos_limit", .put): return try await setPurgeInfosLimit(db, &exchange)
         case ("_compact", .post):
             try await db.compact()
             return Self.json(["ok": true], status: .accepted)
         case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
-             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _):
+             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _), ("_purge", _),
+             ("_purge_infos_limit", _):
             throw CouchError.methodNotAllowed
         default:
             throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
