@@ -42,11 +42,11 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    try await RevisionFinder(target: target, progress: progress).run(from: changes, into: diffed)
+                    try await RevisionFinder(target: target).run(from: changes, into: diffed)
                     return true
                 }
                 group.addTask {
-                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, progress: progress, logger: logger).run(from: diffed, into: fetched)
+                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, logger: logger).run(from: diffed, into: fetched)
                     return true
                 }
                 group.addTask {
