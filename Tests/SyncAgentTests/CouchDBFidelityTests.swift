@@ -238,6 +238,17 @@ final class CouchDBFidelityTests: XCTestCase {
                                                       target: LocalEndpoint(try catalog.database("copy")))).run()
         try await assertTrue(try await HTTP.request(.GET, server.url + "/copy/doc/note.txt", client: raw).body == content)
 
+        // Pulled by syncd's replicator from a source without _bulk_get: open_revs as
+        // multipart/mixed, the gzip part decoded on the way in.
+        let remote = try RemoteEndpoint(url: db)
+        remote.bulkGetSupported.withLock { $0 = false }
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/pulled").status, 201)
+        let pulled = await Replicator(ReplicationConfiguration(source: remote, target: LocalEndpoint(try catalog.database("pulled")))).run()
+        await remote.shutdown()
+        XCTAssertNil(pulled.lastError)
+        XCTAssertEqual(pulled.docsWritten, 1)
+        try await assertTrue(try await HTTP.request(.GET, server.url + "/pulled/doc/note.txt", client: raw).body == content)
+
         // Bytes that are not the gzip of `length` bytes are refused, and nothing is written.
         for (bytes, length) in [(content, content.count), (compressed, content.count + 1), (Array(compressed.dropLast(9)), content.count)] {
             let bad = document("bad", part: bytes, length: length)

@@ -8,6 +8,9 @@ import Foundation
 public final class AttachmentContentReader {
     private let descriptor: Int32
     private let path: String
+    /// Bytes read from memory instead of a file, and how many have been read.
+    private var memory: [UInt8]?
+    private var memoryOffset = 0
     private let length: Int
     private let gzip: Bool
     private let stream: UnsafeMutablePointer<z_stream>
@@ -18,11 +21,27 @@ public final class AttachmentContentReader {
     private var endOfFile = false
     private var memberEnded = false
 
-    /// A reader of the file at `path`, decoded from gzip when `gzip`, which must hold `length` content bytes.
-    init(path: String, length: Int, gzip: Bool) throws(StoreError) {
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .internal("cannot read attachment file \(path)") }
-        self.path = path
+    /// The content of `gzip` bytes, which must decode to exactly `length` bytes:
+    /// an attachment a CouchDB server sends gzip-encoded in a multipart answer.
+    public static func decodeGzip(_ gzip: [UInt8], length: Int) throws(StoreError) -> [UInt8] {
+        try AttachmentContentReader(memory: gzip, length: length).readAll()
+    }
+
+    private convenience init(memory: [UInt8], length: Int) throws(StoreError) {
+        try self.init(path: nil, length: length, gzip: true)
+        self.memory = memory
+    }
+
+    /// A reader of the file at `path` (or, with `nil`, of bytes given afterwards), decoded
+    /// from gzip when `gzip`, which must hold `length` content bytes.
+    init(path: String?, length: Int, gzip: Bool) throws(StoreError) {
+        if let path {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw .internal("cannot read attachment file \(path)") }
+        } else {
+            descriptor = -1
+        }
+        self.path = path ?? "gzip content"
         self.length = length
         self.gzip = gzip
         stream = .allocate(capacity: 1)
@@ -30,7 +49,7 @@ public final class AttachmentContentReader {
         input = .allocate(capacity: Self.bufferSize)
         output = .allocate(capacity: Self.bufferSize)
         if gzip, czlib_inflate_init_gzip(stream) != Z_OK {
-            close(descriptor)
+            if descriptor >= 0 { close(descriptor) }
             stream.deallocate()
             input.deallocate()
             output.deallocate()
@@ -40,7 +59,7 @@ public final class AttachmentContentReader {
 
     deinit {
         if gzip { inflateEnd(stream) }
-        close(descriptor)
+        if descriptor >= 0 { close(descriptor) }
         stream.deallocate()
         input.deallocate()
         output.deallocate()
@@ -103,8 +122,17 @@ public final class AttachmentContentReader {
         .badRequest("gzip-encoded attachment content is not the gzip of \(length) bytes")
     }
 
-    /// Reads up to `count` bytes from the file; 0 at its end.
+    /// Reads up to `count` bytes from the file (or memory); 0 at its end.
     private func fill(_ buffer: UnsafeMutablePointer<UInt8>, upTo count: Int) throws(StoreError) -> Int {
+        if let memory {
+            let taken = min(count, memory.count - memoryOffset)
+            guard taken > 0 else { return 0 }
+            memory.withUnsafeBufferPointer { source in
+                buffer.update(from: source.baseAddress! + memoryOffset, count: taken)
+            }
+            memoryOffset += taken
+            return taken
+        }
         while true {
             let result = read(descriptor, buffer, count)
             if result >= 0 { return result }
