@@ -256,6 +256,10 @@ final class CouchDBFidelityTests: XCTestCase {
             XCTAssertEqual(refused.status, 400, refused.text)
         }
         try await assertEqual(try await HTTP.json(.GET, db + "/bad").status, 404)
+        // A decoded length beyond the attachment limit is refused before any decoding.
+        let huge = document("bad", part: compressed, length: 1 << 40)
+        let tooLarge = try await HTTP.request(.PUT, db + "/bad?new_edits=false", body: related(huge, parts: [("note.txt", compressed)]), headers: type)
+        XCTAssertEqual(tooLarge.status, 413, tooLarge.text)
     }
 
     // MARK: PUT /{db}/{docid}

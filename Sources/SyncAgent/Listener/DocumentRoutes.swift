@@ -104,6 +104,10 @@ extension CouchResponder {
         let follows = (object["_attachments"]?.objectValue ?? [:]).compactMap { entry in
             entry.value["follows"]?.boolValue == true ? entry.key : nil
         }
+        // An encoded part is checked by decoding it: its declared length is bounded as its bytes are.
+        for (_, entry) in object["_attachments"]?.objectValue ?? [:] where entry["encoding"] != nil {
+            if let length = entry["length"]?.doubleValue, length > Double(configuration.maximumAttachmentSize) { throw CouchError.tooLarge }
+        }
         var staged: [String: StagedAttachment] = [:]
         var index = 0
         while let headers = try await reader.nextPart() {
