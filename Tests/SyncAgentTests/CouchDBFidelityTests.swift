@@ -289,7 +289,7 @@ final class CouchDBFidelityTests: XCTestCase {
     /// `{"purge_seq": null, "purged": {...}}`, counts in the database's
     /// `purge_seq`, and keeps `_purge_infos_limit`; administrators only.
     func testPurge() async throws {
-        let server = try await startListener()
+        let server = try await startListener(users: ["alice": "pw"])
         let db = try await database(server)
         let first = try await HTTP.json(.PUT, db + "/a", ["n": 1]).json["rev"]!.stringValue!
         let second = try await HTTP.json(.PUT, db + "/a", ["_rev": .string(first), "n": 2]).json["rev"]!.stringValue!
@@ -318,11 +318,11 @@ final class CouchDBFidelityTests: XCTestCase {
         try await assertEqual(try await HTTP.json(.GET, db + "/_purge_infos_limit").json, 2000)
         try await assertEqual(try await HTTP.json(.PUT, db + "/_purge_infos_limit", -1).status, 400)
 
-        // With authentication required, an anonymous purge is refused.
-        let locked = try await startListener(users: ["admin": "pw"]) { $0.requireAuthentication = true }
-        _ = try await HTTP.json(.PUT, locked.url + "/db", headers: [HTTP.basic("admin", "pw")])
-        try await assertEqual(try await HTTP.json(.POST, locked.url + "/db/_purge", ["a": ["1-a"]]).status, 401)
-        try await assertEqual(try await HTTP.json(.POST, locked.url + "/db/_purge", ["a": ["1-a"]], headers: [HTTP.basic("admin", "pw")]).status, 201)
+        // Server administrators only: anonymous clients get 401, other users 403.
+        try await assertEqual(try await HTTP.json(.POST, server.anonymousURL + "/db/_purge", ["b": ["1-x"]]).status, 401)
+        let user = try await HTTP.json(.POST, server.anonymousURL + "/db/_purge", ["b": ["1-x"]], headers: [HTTP.basic("alice", "pw")])
+        XCTAssertEqual(user.status, 403)
+        try await assertEqual(try await HTTP.json(.PUT, server.anonymousURL + "/db/_purge_infos_limit", 5, headers: [HTTP.basic("alice", "pw")]).status, 403)
     }
 
     // MARK: Numbers
