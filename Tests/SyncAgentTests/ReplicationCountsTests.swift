@@ -88,3 +88,48 @@ final class VanishingEndpoint: Endpoint, @unchecked Sendable {
     }
     func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }
+
+/// A source that refuses every sequence but 0, as CouchDB 3.5 and syncd refuse a
+/// `since` they never issued (a database restored from an older copy).
+final class RestoredSource: Endpoint, @unchecked Sendable {
+    let inner: any Endpoint
+    init(_ inner: any Endpoint) { self.inner = inner }
+
+    var displayName: String { inner.displayName }
+    var isLocal: Bool { inner.isLocal }
+    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
+    func identity() async throws(EndpointError) -> String { try await inner.identity() }
+    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
+    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
+    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
+        guard request.since == .zero else {
+            throw EndpointError(status: 400, error: "bad_request", reason: "Malformed sequence supplied in 'since' parameter.", endpoint: "test")
+        }
+        try await inner.changes(request, deliver: deliver)
+    }
+    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
+        try await inner.missingRevisions(revisions)
+    }
+    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] { try await inner.revisions(requests) }
+    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] { try await inner.write(revisions) }
+    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
+}
+
+extension ReplicationCountsTests {
+    /// A checkpoint the source does not know (it answers 400 to `since`) makes the
+    /// replicator read from the start, not fail for good.
+    @Test func aSourceThatRefusesTheCheckpointSequenceIsReadFromTheStart() async throws {
+        let pair = try LocalPair()
+        defer { pair.close() }
+        try await pair.a.putDocuments(count: 30, prefix: "doc")
+        #expect(await pair.replicate(from: pair.a, to: pair.b).docsWritten == 30)
+        try await pair.a.putDocuments(count: 5, prefix: "more")
+        var configuration = ReplicationConfiguration(source: RestoredSource(LocalEndpoint(pair.a)), target: LocalEndpoint(pair.b))
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50), oneShotAttempts: 2)
+        let status = await Replicator(configuration).run()
+        #expect(status.lastError == nil)
+        #expect(status.docsWritten == 5)
+        #expect(status.completed == 35)
+        #expect(try pair.b.info().docCount == 35)
+    }
+}

@@ -38,7 +38,7 @@ struct ReplicationSession: Sendable {
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
-                    try await ChangesReader(source: source, request: request, progress: progress).run(into: changes)
+                    try await ChangesReader(source: source, request: request, progress: progress, logger: logger).run(into: changes)
                     return true
                 }
                 group.addTask {
