@@ -219,6 +219,8 @@ final class CouchDBFidelityTests: XCTestCase {
         XCTAssertTrue(asStored.body == compressed)
         let inline = try await HTTP.json(.GET, db + "/doc?attachments=true").json["_attachments"]?["note.txt"]?["data"]?.stringValue
         XCTAssertTrue(inline == Data(content).base64EncodedString(), "inline data must be the decoded content")
+        // CouchDB's reference: `length` is "not available if attachment content requested".
+        try await assertNil(try await HTTP.json(.GET, db + "/doc?attachments=true").json["_attachments"]?["note.txt"]?["length"])
 
         // open_revs as CouchDB answers it: the gzip bytes follow, marked with their encoding.
         let query = "revs=true&latest=true&open_revs=" + encoded("[\"1-0123456789abcdef0123456789abcdef\"]")

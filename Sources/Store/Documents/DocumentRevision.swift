@@ -67,12 +67,16 @@ public struct DocumentRevision: Sendable, Hashable {
                     "content_type": .string(attachment.contentType),
                     "revpos": .number(Double(attachment.revpos)),
                     "digest": .string(attachment.digest),
-                    "length": .number(Double(attachment.length)),
                 ]
+                // As CouchDB: `length` with a stub or a part that follows, not beside inline data.
                 switch form(attachment) {
-                case .stub: entry["stub"] = true
+                case .stub:
+                    entry["length"] = .number(Double(attachment.length))
+                    entry["stub"] = true
                 case .data(let bytes): entry["data"] = .string(Data(bytes).base64EncodedString())
-                case .follows: entry["follows"] = true
+                case .follows:
+                    entry["length"] = .number(Double(attachment.length))
+                    entry["follows"] = true
                 }
                 if fields.contains(.encodingInfo), let encoding = attachment.encoding {
                     entry["encoding"] = .string(encoding.name)
