@@ -30,6 +30,7 @@ let package = Package(
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
         .systemLibrary(name: "CZBar", path: "Sources/CZBar"),
         .systemLibrary(name: "CStb", path: "Sources/CStb"),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
 
         // The lock every module's shared state is guarded by (see Locked.swift).
         .target(name: "Locking"),
@@ -38,6 +39,7 @@ let package = Package(
             name: "Store",
             dependencies: [
                 "CSQLite",
+                "CZlib",
                 "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -173,3 +173,32 @@ final class RevisionTreeEncodingTests: XCTestCase {
         }
     }
 }
+
+/// Attachments kept gzip-encoded carry their encoding in the tree; trees
+/// without such attachments keep the bytes they had before the flag existed.
+final class RevisionTreeEncodedAttachmentTests: XCTestCase {
+    private func attachment(_ name: String, encoding: AttachmentEncoding?) -> Attachment {
+        Attachment(name: name, contentType: "text/plain", length: 17_600, digest: "md5-k7iHDx/iv0T1ssyVDX/ubg==",
+                   revpos: 1, key: String(repeating: "ab", count: 32), encoding: encoding)
+    }
+
+    func testEncodedAttachmentsRoundTrip() throws {
+        var tree = RevisionTree()
+        let attachments = [attachment("gz", encoding: AttachmentEncoding(name: "gzip", length: 129)), attachment("plain", encoding: nil)]
+        tree.addRevision(RevisionTreeFixture.revision("1-a"), parent: nil, deleted: false, body: [], attachments: attachments)
+        let decoded = try RevisionTree(decoding: tree.encoded())
+        XCTAssertEqual(decoded, tree)
+        XCTAssertEqual(decoded.nodes.first?.attachments.map(\.encoding), [AttachmentEncoding(name: "gzip", length: 129), nil])
+        XCTAssertEqual(decoded.nodes.first?.attachments.first?.storedLength, 129)
+    }
+
+    func testTreesWithoutEncodedAttachmentsKeepTheirBytes() throws {
+        var tree = RevisionTree()
+        tree.addRevision(RevisionTreeFixture.revision("1-a"), parent: nil, deleted: false, body: [], attachments: [attachment("plain", encoding: nil)])
+        let bytes = tree.encoded()
+        // flags: has body, has attachments; no "encoded attachments" bit.
+        XCTAssertEqual(bytes[2], 0b1_0100)
+        XCTAssertFalse(bytes.contains(Array("gzip".utf8)))
+        XCTAssertEqual(try RevisionTree(decoding: bytes), tree)
+    }
+}

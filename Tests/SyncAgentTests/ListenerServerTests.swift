@@ -10,7 +10,7 @@ final class ListenerServerTests: XCTestCase {
         let (status, welcome) = try await HTTP.json(.GET, server.url + "/")
         XCTAssertEqual(status, 200)
         XCTAssertEqual(welcome["couchdb"], "Welcome")
-        XCTAssertEqual(welcome["version"], "3.3.3")
+        XCTAssertEqual(welcome["version"], "3.5.0")
         XCTAssertEqual(welcome["vendor"]?["name"], "syncd")
         XCTAssertEqual(welcome["uuid"]?.stringValue, server.listener.identity.uuid)
         XCTAssertEqual(welcome["uuid"]?.stringValue?.count, 32)

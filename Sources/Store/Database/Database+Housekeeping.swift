@@ -3,21 +3,32 @@ import Foundation
 extension Database {
     /// How many revisions of history each document keeps (CouchDB's `_revs_limit`, default 1000).
     public func revsLimit() throws(StoreError) -> Int {
-        try read { db in
-            let select = try db.statement("SELECT value FROM meta WHERE key = 'revs_limit'")
-            return try select.step() ? select.int(0) : 1000
-        }
+        try setting("revs_limit", default: 1000)
     }
 
     /// Changes the revision history limit for later writes.
     public func setRevsLimit(_ limit: Int) async throws(StoreError) {
         guard limit >= 1 else { throw .badRequest("revs_limit must be a positive integer") }
         try await write { context in
-            let update = try context.connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('revs_limit', ?)")
-            update.bind(limit, at: 1)
-            try update.run()
+            try Self.store(setting: "revs_limit", limit, in: context)
             context.revsLimit = limit
         }
+    }
+
+    /// An integer setting kept in `meta`, or `defaultValue` when never set.
+    private func setting(_ key: String, default defaultValue: Int) throws(StoreError) -> Int {
+        try read { db in
+            let select = try db.statement("SELECT value FROM meta WHERE key = ?")
+            select.bind(key, at: 1)
+            return try select.step() ? select.int(0) : defaultValue
+        }
+    }
+
+    private static func store(setting key: String, _ value: Int, in context: WriteContext) throws {
+        let update = try context.connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)")
+        update.bind(key, at: 1)
+        update.bind(value, at: 2)
+        try update.run()
     }
 
     /// Drops the bodies of revisions that are no longer leaves, deletes
@@ -79,11 +90,30 @@ extension Database {
     /// Removes revisions as if they had never existed (CouchDB's `_purge`):
     /// each named leaf and the ancestors no other leaf shares. A document left
     /// with no leaves is removed entirely. Returns what was purged per document.
+    /// Each document of the request counts one in the purge sequence, as in CouchDB.
     @discardableResult
     public func purge(_ request: [(id: String, revisions: [RevisionID])]) async throws(StoreError) -> [(id: String, purged: [RevisionID])] {
         try await write { context in
-            try request.map { id, revisions in (id, try Self.purge(id: id, revisions: revisions, in: &context)) }
+            let purged = try request.map { id, revisions in (id, try Self.purge(id: id, revisions: revisions, in: &context)) }
+            let count = try context.connection.statement(
+                "INSERT INTO meta(key, value) VALUES ('purge_seq', ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value")
+            count.bind(request.count, at: 1)
+            try count.run()
+            return purged
         }
+    }
+
+    /// How many purge requests CouchDB would keep for its indexes (`_purge_infos_limit`,
+    /// default 1000). syncd has no indexes to replay purges to, so it keeps none;
+    /// the setting is stored for clients that read it back.
+    public func purgeInfosLimit() throws(StoreError) -> Int {
+        try setting("purge_infos_limit", default: 1000)
+    }
+
+    /// Sets ``purgeInfosLimit()``.
+    public func setPurgeInfosLimit(_ limit: Int) async throws(StoreError) {
+        guard limit >= 1 else { throw .badRequest("`purge_infos_limit` must be positive integer") }
+        try await write { context in try Self.store(setting: "purge_infos_limit", limit, in: context) }
     }
 
     static func purge(id: String, revisions: [RevisionID]?, in context: inout WriteContext) throws -> [RevisionID] {

@@ -157,12 +157,21 @@ extension Database {
         return attachment
     }
 
-    /// The whole content of an attachment.
+    /// The whole content of an attachment, decoded when stored encoded.
     public func attachmentContent(_ attachment: Attachment) throws(StoreError) -> [UInt8] {
-        try attachments.read(attachment.key)
+        guard attachment.encoding != nil else { return try attachments.read(attachment.key) }
+        return try attachmentReader(attachment).readAll()
     }
 
-    /// The file holding an attachment's content, for streaming it out.
+    /// The content of an attachment in pieces, decoded when stored encoded,
+    /// so that large ones are never held whole in memory.
+    public func attachmentReader(_ attachment: Attachment) throws(StoreError) -> AttachmentContentReader {
+        try AttachmentContentReader(path: attachments.path(for: attachment.key), length: attachment.length,
+                                    gzip: attachment.encoding != nil)
+    }
+
+    /// The file holding an attachment's stored bytes (``Attachment/storedLength``
+    /// of them, encoded when ``Attachment/encoding`` says so), for streaming it out.
     public func attachmentPath(_ attachment: Attachment) -> String {
         attachments.path(for: attachment.key)
     }

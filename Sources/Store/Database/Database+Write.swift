@@ -247,9 +247,10 @@ enum DocumentUpdate {
     ) throws -> [Attachment] {
         try inputs.map { name, input in
             switch input {
-            case .content(let staged, let contentType, let revpos):
-                return Attachment(name: name, contentType: contentType, length: staged.length, digest: staged.digest,
-                                  revpos: revpos ?? generation, key: staged.key)
+            case .content(let staged, let contentType, let revpos, let encoding):
+                return Attachment(name: name, contentType: contentType, length: encoding?.length ?? staged.length,
+                                  digest: staged.digest, revpos: revpos ?? generation, key: staged.key,
+                                  encoding: encoding.map { AttachmentEncoding(name: $0.name, length: staged.length) })
             case .stub(let digest):
                 let candidates = parent.flatMap { tree.node($0) }.map { [$0] } ?? tree.nodes
                 for node in candidates.reversed() {

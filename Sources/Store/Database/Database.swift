@@ -192,6 +192,8 @@ public struct DatabaseInfo: Sendable, Hashable {
     public var deletedDocCount: Int
     /// The sequence of the last change.
     public var updateSequence: UInt64
+    /// How many documents purge requests have named (CouchDB's `purge_seq`).
+    public var purgeSequence: UInt64
     /// Bytes on disk: the SQLite file, its WAL, and attachment files.
     public var fileSize: Int
     /// Bytes of live data in the SQLite file (pages in use).
@@ -205,7 +207,7 @@ extension Database {
     public func info() throws(StoreError) -> DatabaseInfo {
         let (values, pages) = try read { db in
             var values: [String: Int64] = [:]
-            let select = try db.statement("SELECT key, value FROM meta WHERE key IN ('last_seq', 'doc_count', 'del_count')")
+            let select = try db.statement("SELECT key, value FROM meta WHERE key IN ('last_seq', 'doc_count', 'del_count', 'purge_seq')")
             while try select.step() { values[select.string(0)] = select.int64(1) }
             let pageSize = try db.statement("PRAGMA page_size")
             _ = try pageSize.step()
@@ -226,6 +228,7 @@ extension Database {
             docCount: Int(values["doc_count"] ?? 0),
             deletedDocCount: Int(values["del_count"] ?? 0),
             updateSequence: UInt64(values["last_seq"] ?? 0),
+            purgeSequence: UInt64(values["purge_seq"] ?? 0),
             fileSize: fileSize,
             activeSize: Int(pages),
             instanceStartTime: instanceStartTime

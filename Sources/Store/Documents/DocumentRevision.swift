@@ -30,7 +30,8 @@ public struct DocumentRevision: Sendable, Hashable {
         case stub
         /// Inline base64 `data`.
         case data([UInt8])
-        /// `"follows": true`: the content is sent as a MIME part after the JSON.
+        /// `"follows": true`: the stored bytes (encoded, for an encoded attachment)
+        /// are sent as a MIME part after the JSON.
         case follows
     }
 
@@ -48,6 +49,8 @@ public struct DocumentRevision: Sendable, Hashable {
         public static let revsInfo = Fields(rawValue: 8)
         /// `_local_seq`.
         public static let localSequence = Fields(rawValue: 16)
+        /// `encoding` and `encoded_length` of attachments stored encoded (`att_encoding_info`).
+        public static let encodingInfo = Fields(rawValue: 32)
     }
 
     /// The revision in CouchDB's JSON form: `_id`, `_rev`, `_deleted` when
@@ -64,12 +67,20 @@ public struct DocumentRevision: Sendable, Hashable {
                     "content_type": .string(attachment.contentType),
                     "revpos": .number(Double(attachment.revpos)),
                     "digest": .string(attachment.digest),
-                    "length": .number(Double(attachment.length)),
                 ]
+                // As CouchDB: `length` with a stub or a part that follows, not beside inline data.
                 switch form(attachment) {
-                case .stub: entry["stub"] = true
+                case .stub:
+                    entry["length"] = .number(Double(attachment.length))
+                    entry["stub"] = true
                 case .data(let bytes): entry["data"] = .string(Data(bytes).base64EncodedString())
-                case .follows: entry["follows"] = true
+                case .follows:
+                    entry["length"] = .number(Double(attachment.length))
+                    entry["follows"] = true
+                }
+                if fields.contains(.encodingInfo), let encoding = attachment.encoding {
+                    entry["encoding"] = .string(encoding.name)
+                    entry["encoded_length"] = .number(Double(encoding.length))
                 }
                 entries.append((attachment.name, .object(entry)))
             }

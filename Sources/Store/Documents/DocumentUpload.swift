@@ -37,8 +37,9 @@ struct ParsedDocument: Sendable {
     enum AttachmentInput: Sendable {
         /// Keep the attachment of this name (and, when given, this digest) from an existing revision.
         case stub(digest: String?)
-        /// New content.
-        case content(StagedAttachment, contentType: String, revpos: Int?)
+        /// New content: the staged bytes, which are the content or, with
+        /// `encoding`, its encoded form (`length` then being the decoded length).
+        case content(StagedAttachment, contentType: String, revpos: Int?, encoding: (name: String, length: Int)? = nil)
     }
 
     var id: String?
@@ -62,6 +63,6 @@ struct ParsedDocument: Sendable {
 
     /// The staged files this document holds pinned.
     var staged: [StagedAttachment] {
-        attachments.compactMap { if case .content(let staged, _, _) = $0.input { staged } else { nil } }
+        attachments.compactMap { if case .content(let staged, _, _, _) = $0.input { staged } else { nil } }
     }
 }

@@ -11,6 +11,7 @@ enum DocumentValidation {
     /// Checks a document id: non-empty, and only `_design/` and `_local/` ids may start with `_`.
     static func validate(id: String) throws(StoreError) {
         guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
+        if id == "_design/" || id == "_local/" { throw .illegalDocID("Illegal document id `\(id)`") }
         guard id.utf8.count <= 4096 else { throw .illegalDocID("Document id is too long") }
         if id.hasPrefix("_"), !id.hasPrefix("_design/"), !id.hasPrefix("_local/") {
             throw .illegalDocID("Only reserved document ids may start with underscore.")
@@ -110,6 +111,28 @@ enum DocumentValidation {
         return history
     }
 
+    /// The encoding of a `"follows": true` attachment's part, as CouchDB's
+    /// replicator marks compressible ones: `"encoding": "gzip"`, `"length"` the
+    /// decoded length, `"encoded_length"` the part's. The part must be gzip
+    /// that decodes to exactly `length` bytes; `nil` when it is the content itself.
+    private static func encoding(
+        of name: String, _ fields: JSON.Object, staged: StagedAttachment, store: AttachmentStore
+    ) throws(StoreError) -> (name: String, length: Int)? {
+        guard let value = fields["encoding"], value != .string("identity") else { return nil }
+        guard value == .string("gzip") else {
+            throw .badRequest("Attachment \(name) has an unsupported encoding; only gzip is accepted")
+        }
+        guard let length = fields["length"]?.intValue, length >= 0 else {
+            throw .badRequest("gzip-encoded attachment \(name) needs its decoded length")
+        }
+        if let encodedLength = fields["encoded_length"], encodedLength.intValue != staged.length {
+            throw .badRequest("Attachment \(name) is \(staged.length) bytes, not its encoded_length")
+        }
+        let reader = try AttachmentContentReader(path: store.path(for: staged.key), length: length, gzip: true)
+        while try reader.next() != nil {}
+        return ("gzip", length)
+    }
+
     private static func parseAttachment(
         name: String, _ entry: JSON, upload: DocumentUpload, store: AttachmentStore
     ) throws(StoreError) -> ParsedDocument.AttachmentInput {
@@ -129,7 +152,8 @@ enum DocumentValidation {
             if let digest = fields["digest"]?.stringValue, digest.hasPrefix("md5-"), digest != staged.digest {
                 throw StoreError(.badRequest, error: "content_md5_mismatch", reason: "Possible message corruption.")
             }
-            return .content(staged, contentType: contentType, revpos: revpos)
+            return .content(staged, contentType: contentType, revpos: revpos,
+                            encoding: try encoding(of: name, fields, staged: staged, store: store))
         }
         guard case .string(let base64)? = fields["data"] else {
             throw .badRequest("Attachment \(name) needs data, follows or stub")

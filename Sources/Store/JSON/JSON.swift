@@ -1,7 +1,8 @@
 /// A JSON value: the body of every document, exactly as CouchDB models it.
 ///
-/// Numbers are IEEE doubles, as in JavaScript and CouchDB's own views; objects
-/// keep their members in the order they were written.
+/// Numbers are IEEE doubles, as in JavaScript and CouchDB's own views, except
+/// integers a double cannot hold exactly, which keep their text (CouchDB keeps
+/// integers exact); objects keep their members in the order they were written.
 ///
 /// ```swift
 /// let doc = try JSON(parsing: #"{"type":"note","tags":["a","b"]}"#)
@@ -12,6 +13,8 @@ public enum JSON: Sendable, Hashable {
     case null
     case bool(Bool)
     case number(Double)
+    /// An integer beyond ±2^53, kept as its JSON text so that it is written back exactly.
+    case bigInteger(String)
     case string(String)
     case array([JSON])
     case object(Object)
@@ -105,10 +108,13 @@ extension JSON {
         return nil
     }
 
-    /// The number, if this is one.
+    /// The number, if this is one (a big integer as its nearest double).
     public var doubleValue: Double? {
-        if case .number(let value) = self { return value }
-        return nil
+        switch self {
+        case .number(let value): value
+        case .bigInteger(let text): Double(text)
+        default: nil
+        }
     }
 
     /// The number as an integer, if it is one with no fraction.

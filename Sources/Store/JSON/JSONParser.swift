@@ -78,7 +78,7 @@ struct JSONParser {
         case UInt8(ascii: "t"): try expect("true"); return .bool(true)
         case UInt8(ascii: "f"): try expect("false"); return .bool(false)
         case UInt8(ascii: "n"): try expect("null"); return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw error("unexpected character")
         }
     }
@@ -261,7 +261,8 @@ struct JSONParser {
         return value
     }
 
-    private mutating func parseNumber() throws(JSONSyntaxError) -> Double {
+    /// A number: a double, or the text of an integer beyond ±2^53 (a double would round it).
+    private mutating func parseNumber() throws(JSONSyntaxError) -> JSON {
         let start = index
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -285,18 +286,20 @@ struct JSONParser {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        if isInteger, slice.count <= 16 {
+        if isInteger {
+            guard slice.count <= 16 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
             var value: Int64 = 0
             var negative = false
             for byte in slice {
                 if byte == UInt8(ascii: "-") { negative = true } else { value = value * 10 + Int64(byte - 48) }
             }
-            return Double(negative ? -value : value)
+            guard value <= 1 << 53 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
+            return .number(Double(negative ? -value : value))
         }
         guard let value = Double(String(decoding: slice, as: UTF8.self)), value.isFinite else {
             throw JSONSyntaxError(message: "number out of range", offset: start)
         }
-        return value
+        return .number(value)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }

@@ -23,6 +23,7 @@ extension JSON {
         case .bool(true): output.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
         case .bool(false): output.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
         case .number(let value): JSON.writeNumber(value, to: &output)
+        case .bigInteger(let text): output.append(contentsOf: text.utf8)
         case .string(let value): JSON.writeString(value, to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))

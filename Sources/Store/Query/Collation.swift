@@ -16,7 +16,8 @@ public enum Collation {
         let rankA = typeRank(a), rankB = typeRank(b)
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
-        case (.number(let x), .number(let y)):
+        case (.number, .number), (.number, .bigInteger), (.bigInteger, .number), (.bigInteger, .bigInteger):
+            let x = a.doubleValue ?? 0, y = b.doubleValue ?? 0
             return x < y ? -1 : (x > y ? 1 : 0)
         case (.string(let x), .string(let y)):
             return compareStrings(x, y)
@@ -66,7 +67,7 @@ public enum Collation {
         case .null: 0
         case .bool(false): 1
         case .bool(true): 2
-        case .number: 3
+        case .number, .bigInteger: 3
         case .string: 4
         case .array: 5
         case .object: 6

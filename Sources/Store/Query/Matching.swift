@@ -86,7 +86,7 @@ extension Condition {
         switch value {
         case .null: "null"
         case .bool: "boolean"
-        case .number: "number"
+        case .number, .bigInteger: "number"
         case .string: "string"
         case .array: "array"
         case .object: "object"
@@ -103,7 +103,8 @@ enum RawOrder {
         let rankA = rank(a), rankB = rank(b)
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
-        case (.number(let x), .number(let y)):
+        case (.number, .number), (.number, .bigInteger), (.bigInteger, .number), (.bigInteger, .bigInteger):
+            let x = a.doubleValue ?? 0, y = b.doubleValue ?? 0
             return x < y ? -1 : (x > y ? 1 : 0)
         case (.string(let x), .string(let y)):
             return lexicographic(Array(x.utf8), Array(y.utf8)) { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
@@ -126,7 +127,7 @@ enum RawOrder {
 
     private static func rank(_ value: JSON) -> Int {
         switch value {
-        case .number: 0
+        case .number, .bigInteger: 0
         case .bool(false): 1
         case .null: 2
         case .bool(true): 3

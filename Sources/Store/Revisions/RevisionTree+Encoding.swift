@@ -5,13 +5,16 @@
 //     version            1 byte, 1
 //     node count
 //     per node, in tree order:
-//       flags            1 byte: deleted, has parent, has body, packed digest, has attachments
+//       flags            1 byte: deleted, has parent, has body, packed digest, has attachments,
+//                        encoded attachments
 //       generation
 //       parent distance  (if has parent) own index minus the parent's index
 //       digest           16 bytes when packed (32 lower-case hex digits), else length + UTF-8
 //       body             (if has body) length + bytes
 //       attachments      (if any) count, then each: name, content type, length (zigzag),
-//                        digest, revpos (zigzag), key; strings as length + UTF-8
+//                        digest, revpos (zigzag), key; strings as length + UTF-8;
+//                        with the "encoded attachments" flag, each then has its
+//                        encoding's name ("" for none) and, if named, its length
 //
 // Decoding checks every invariant the tree relies on (sorted unique revisions,
 // parents one generation older and earlier in the order) and throws rather
@@ -109,8 +112,17 @@ extension RevisionTree {
                     let attachmentDigest = try reader.readString()
                     let revpos = try reader.readSignedVarint()
                     let key = try reader.readString()
+                    var encoding: AttachmentEncoding?
+                    if flags & NodeFlags.encodedAttachments != 0 {
+                        let encodingName = try reader.readString()
+                        if !encodingName.isEmpty {
+                            let encodedLength = try reader.readVarint()
+                            guard encodedLength < 1 << 53 else { throw corrupt("invalid encoded length") }
+                            encoding = AttachmentEncoding(name: encodingName, length: Int(encodedLength))
+                        }
+                    }
                     attachments.append(Attachment(name: name, contentType: contentType, length: length,
-                                                  digest: attachmentDigest, revpos: revpos, key: key))
+                                                  digest: attachmentDigest, revpos: revpos, key: key, encoding: encoding))
                 }
             }
             nodes.append(Node(revision: revision, parent: parent, deleted: flags & NodeFlags.deleted != 0,
@@ -138,8 +150,10 @@ private enum NodeFlags {
     static let packedDigest: UInt8 = 1 << 3
     /// An attachment list follows.
     static let hasAttachments: UInt8 = 1 << 4
+    /// Each attachment carries its encoding.
+    static let encodedAttachments: UInt8 = 1 << 5
     /// Every bit this version knows.
-    static let all: UInt8 = 0b1_1111
+    static let all: UInt8 = 0b11_1111
 }
 
 /// CouchDB's usual digest, 32 lower-case hex digits, stored as its 16 bytes.
@@ -218,6 +232,8 @@ private struct ByteWriter {
         if parentDistance != nil { flags |= NodeFlags.hasParent }
         if body != nil { flags |= NodeFlags.hasBody }
         if !attachments.isEmpty { flags |= NodeFlags.hasAttachments }
+        let encoded = attachments.contains { $0.encoding != nil }
+        if encoded { flags |= NodeFlags.encodedAttachments }
         let flagsOffset = bytes.count
         bytes.append(flags)
         writeVarint(UInt64(generation))
@@ -246,6 +262,10 @@ private struct ByteWriter {
                 writeString(attachment.digest)
                 writeSignedVarint(attachment.revpos)
                 writeString(attachment.key)
+                if encoded {
+                    writeString(attachment.encoding?.name ?? "")
+                    if let encoding = attachment.encoding { writeVarint(UInt64(encoding.length)) }
+                }
             }
         }
     }

@@ -129,7 +129,7 @@ extension Listener {
             switch endpoint {
             case "_security": return .database(name, reads ? .read : .admin)
             case "_compact", "_purge": return .serverAdmin
-            case "_revs_limit": return reads ? .database(name, .read) : .serverAdmin
+            case "_revs_limit", "_purge_infos_limit": return reads ? .database(name, .read) : .serverAdmin
             case "_bulk_docs", "_ensure_full_commit": return .database(name, .write)
             default: return .database(name, .read)
             }

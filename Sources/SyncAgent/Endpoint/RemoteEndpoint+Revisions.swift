@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOCore
 import Store
@@ -22,7 +23,8 @@ extension RemoteEndpoint {
     }
 
     /// `POST _bulk_get?revs=true&latest=true&attachments=true` with `atts_since`,
-    /// or one `GET doc?open_revs=...` per document where the server lacks `_bulk_get`.
+    /// or one `GET doc?open_revs=...` per document, answered as `multipart/mixed`,
+    /// where the server lacks `_bulk_get`.
     public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
         guard !requests.isEmpty else { return [] }
         if bulkGetSupported.withLock({ $0 }) != false {
@@ -97,16 +99,81 @@ extension RemoteEndpoint {
             query.append(("atts_since", JSON.array(request.possibleAncestors.map { .string($0.description) }).serialized()))
         }
         do {
-            let (status, _, bytes) = try await self.request(.GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query)
-            let json = try? JSON(parsing: bytes.readableBytesView)
+            // Attachments come as binary parts, as CouchDB's replicator asks for them.
+            let (status, headers, bytes) = try await self.request(
+                .GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query, accept: "multipart/mixed")
             if status == 404 {
                 return .success(request.missing.map { .failed(id: request.id, revision: $0, reason: "not found on the source") })
             }
-            guard status < 400 else { return .failure(error(status: status, body: json)) }
-            guard case .array(let answers)? = json else { return .failure(.badResponse(displayName, "open_revs answered no JSON array")) }
+            guard status < 400 else { return .failure(error(status: status, body: try? JSON(parsing: bytes.readableBytesView))) }
+            let type = headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
+            if type?.type == "multipart/mixed", let boundary = type?.boundary {
+                let answers = try await openRevisionAnswers(bytes, boundary: boundary)
+                return .success(answers.map { revision(from: $0, id: request.id) })
+            }
+            // A server that answers JSON whatever the Accept header says.
+            guard case .array(let answers)? = try? JSON(parsing: bytes.readableBytesView) else {
+                return .failure(.badResponse(displayName, "open_revs answered neither multipart nor a JSON array"))
+            }
             return .success(answers.map { revision(from: $0, id: request.id) })
-        } catch {
+        } catch let error as EndpointError {
             return .failure(error)
+        } catch {
+            return .failure(.badResponse(displayName, "unreadable open_revs answer: \(error)"))
+        }
+    }
+
+    /// The parts of a `multipart/mixed` `open_revs` answer as JSON answers
+    /// (`{"ok": doc}` or `{"missing": rev}`), each attachment that follows its
+    /// document put inline, decoded when the server sent it gzip-encoded.
+    private func openRevisionAnswers(_ body: ByteBuffer, boundary: String) async throws -> [JSON] {
+        let outer = MultipartReader(boundary: boundary, body: Self.single(body))
+        var answers: [JSON] = []
+        while let headers = try await outer.nextPart() {
+            let type = MediaType(parsing: headers["content-type"] ?? "application/json")
+            let part = try await outer.readBody(limit: Int.max)
+            guard type.type == "multipart/related", let innerBoundary = type.boundary else {
+                let json = try JSON(parsing: part)
+                answers.append(json["missing"] != nil ? json : ["ok": json])
+                continue
+            }
+            let inner = MultipartReader(boundary: innerBoundary, body: Self.single(ByteBuffer(bytes: part)))
+            guard try await inner.nextPart() != nil, case .object(var document) = try JSON(parsing: try await inner.readBody(limit: Int.max)) else {
+                throw EndpointError.badResponse(displayName, "open_revs part without a document")
+            }
+            var attachments = document["_attachments"]?.objectValue ?? [:]
+            let follows = attachments.compactMap { $0.value["follows"]?.boolValue == true ? $0.key : nil }
+            var index = 0
+            while let partHeaders = try await inner.nextPart() {
+                let content = try await inner.readBody(limit: Int.max)
+                guard let name = partHeaders.filename ?? (index < follows.count ? follows[index] : nil),
+                      case .object(var entry)? = attachments[name] else {
+                    throw EndpointError.badResponse(displayName, "open_revs attachment part matches no attachment")
+                }
+                index += 1
+                var data = content
+                if let encoding = entry["encoding"]?.stringValue, encoding != "identity" {
+                    guard encoding == "gzip", let length = entry["length"]?.intValue else {
+                        throw EndpointError.badResponse(displayName, "attachment \(name) in an encoding other than gzip")
+                    }
+                    data = try AttachmentContentReader.decodeGzip(content, length: length)
+                }
+                for key in ["follows", "encoding", "encoded_length"] { entry[key] = nil }
+                entry["data"] = .string(Data(data).base64EncodedString())
+                entry["length"] = .number(Double(data.count))
+                attachments[name] = .object(entry)
+            }
+            if !attachments.isEmpty { document["_attachments"] = .object(attachments) }
+            answers.append(["ok": .object(document)])
+        }
+        return answers
+    }
+
+    /// A body already read, as the chunk sequence ``MultipartReader`` reads.
+    private static func single(_ buffer: ByteBuffer) -> AsyncStream<ByteBuffer> {
+        AsyncStream { continuation in
+            continuation.yield(buffer)
+            continuation.finish()
         }
     }
 
@@ -186,6 +253,11 @@ extension RemoteEndpoint {
             fields["data"] = nil
             fields["follows"] = true
             fields["length"] = .number(Double(bytes.count))
+            // The part is the content itself: its digest is the content's (a stored
+            // digest of gzip bytes would fail the target's check).
+            fields["digest"] = .string("md5-" + Data(Insecure.MD5.hash(data: bytes)).base64EncodedString())
+            fields["encoding"] = nil
+            fields["encoded_length"] = nil
             described.append((name, .object(fields)))
             contents.append((name, fields["content_type"]?.stringValue ?? "application/octet-stream", [UInt8](bytes)))
         }

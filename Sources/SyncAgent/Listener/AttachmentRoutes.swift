@@ -15,12 +15,27 @@ extension CouchResponder {
             if exchange.request.headers[.ifNoneMatch] == etag {
                 return Response(status: .notModified, headers: [.eTag: etag])
             }
-            var headers: HTTPFields = [.eTag: etag, .contentType: attachment.contentType, .contentLength: String(attachment.length)]
+            var headers: HTTPFields = [.eTag: etag, .contentType: attachment.contentType]
             headers[.acceptRanges] = "none"
-            if attachment.digest.hasPrefix("md5-") { headers[HTTPField.Name("Content-MD5")!] = String(attachment.digest.dropFirst(4)) }
-            let segments = [MultipartSegment.file(path: db.attachmentPath(attachment), length: attachment.length)]
+            // Stored bytes go out as they are when they are the content, or when the
+            // client takes their encoding; otherwise they are decoded on the way out.
+            let asStored = attachment.encoding.map { encoding in
+                exchange.request.headers[values: .acceptEncoding].contains { $0.lowercased().contains(encoding.name) }
+            } ?? true
+            if asStored {
+                if attachment.digest.hasPrefix("md5-") { headers[HTTPField.Name("Content-MD5")!] = String(attachment.digest.dropFirst(4)) }
+                if let encoding = attachment.encoding { headers[.contentEncoding] = encoding.name }
+                headers[.contentLength] = String(attachment.storedLength)
+                let segments = [MultipartSegment.file(path: db.attachmentPath(attachment), length: attachment.storedLength)]
+                return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: attachment.storedLength) { writer in
+                    try await MultipartSegment.write(segments) { try await writer.write($0) }
+                    try await writer.finish(nil)
+                })
+            }
+            headers[.contentLength] = String(attachment.length)
             return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: attachment.length) { writer in
-                try await MultipartSegment.write(segments) { try await writer.write($0) }
+                let reader = try db.attachmentReader(attachment)
+                while let piece = try reader.next() { try await writer.write(ByteBuffer(bytes: piece)) }
                 try await writer.finish(nil)
             })
         case .put:

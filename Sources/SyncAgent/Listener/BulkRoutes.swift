@@ -37,6 +37,9 @@ extension CouchResponder {
         let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
         guard case .array(let requests)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
         let query = exchange.query
+        for name in ["open_revs", "new_edits", "w", "rev", "atts_since"] where query.has(name) {
+            throw CouchError.badRequest("\"\(name)\" query parameter is not acceptable")
+        }
         let base = try DocumentReadOptions(query)
         let latest = try query.bool("latest")
         var output: [UInt8] = Array(#"{"results":["#.utf8)
@@ -49,8 +52,11 @@ extension CouchResponder {
                 continue
             }
             var options = base
+            // As CouchDB: a non-empty `atts_since` brings the attachments changed
+            // since; an empty one is no request for attachments at all.
             if let since = request["atts_since"] {
-                options.attachmentsSince = try QueryParameters.revisions(since, name: "atts_since")
+                let revisions = try QueryParameters.revisions(since, name: "atts_since")
+                if !revisions.isEmpty { options.attachmentsSince = revisions }
             }
             var docs: [JSON] = []
             func failure(_ rev: String, _ error: StoreError) -> JSON {

@@ -31,7 +31,14 @@ struct ChangesRequest: Sendable {
             options.since = try database.lastSequence()
             since = nil
         }
-        if let since { options.since = try Self.sequence(since) }
+        if let since {
+            options.since = try Self.sequence(since)
+            // A sequence this database never issued would, saved as a checkpoint,
+            // skip every change until the database caught up: CouchDB 3.5 refuses it.
+            if options.since > (try database.lastSequence()) {
+                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
+            }
+        }
         options.limit = try query.integer("limit")
         options.descending = try query.bool("descending")
         options.includeDocuments = try query.bool("include_docs")

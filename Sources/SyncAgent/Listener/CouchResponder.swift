@@ -87,11 +87,15 @@ struct CouchResponder: HTTPResponder {
         case ("_security", .put):
             try await db.setSecurity(.object(try await exchange.readObject(limit: 1 << 20)))
             return Self.json(["ok": true])
+        case ("_purge", .post): return try await purge(db, &exchange)
+        case ("_purge_infos_limit", .get): return Self.json(.number(Double(try db.purgeInfosLimit())))
+        case ("_purge_infos_limit", .put): return try await setPurgeInfosLimit(db, &exchange)
         case ("_compact", .post):
             try await db.compact()
             return Self.json(["ok": true], status: .accepted)
         case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
-             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _):
+             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _), ("_purge", _),
+             ("_purge_infos_limit", _):
             throw CouchError.methodNotAllowed
         default:
             throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
@@ -151,9 +155,11 @@ struct Exchange {
         }
     }
 
-    /// The body as JSON; 415 unless it is declared as JSON, 400 if it does not parse.
-    mutating func readJSON(limit: Int) async throws -> JSON {
-        if let type = mediaType, type != "application/json" { throw CouchError.notJSON }
+    /// The body as JSON; 400 if it does not parse. With `checkingType`, 415
+    /// unless it is declared as JSON; CouchDB's document `PUT` reads JSON
+    /// whatever the declared type (curl's `-d` sends a form type).
+    mutating func readJSON(limit: Int, checkingType: Bool = true) async throws -> JSON {
+        if checkingType, let type = mediaType, type != "application/json" { throw CouchError.notJSON }
         let body = try await readBody(limit: limit)
         do {
             return try JSON(parsing: body.readableBytesView)
@@ -163,8 +169,8 @@ struct Exchange {
     }
 
     /// The body as a JSON object.
-    mutating func readObject(limit: Int) async throws -> JSON.Object {
-        guard case .object(let object) = try await readJSON(limit: limit) else {
+    mutating func readObject(limit: Int, checkingType: Bool = true) async throws -> JSON.Object {
+        guard case .object(let object) = try await readJSON(limit: limit, checkingType: checkingType) else {
             throw CouchError.badRequest("Request body must be a JSON object")
         }
         return object

@@ -34,7 +34,7 @@ extension CouchResponder {
             "doc_count": .number(Double(info.docCount)),
             "doc_del_count": .number(Double(info.deletedDocCount)),
             "update_seq": .number(Double(info.updateSequence)),
-            "purge_seq": 0,
+            "purge_seq": .number(Double(info.purgeSequence)),
             "compact_running": false,
             "disk_size": .number(Double(info.fileSize)),
             "data_size": .number(Double(info.activeSize)),

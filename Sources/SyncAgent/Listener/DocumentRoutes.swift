@@ -26,7 +26,11 @@ extension CouchResponder {
             let requested = openRevs == "all" ? nil : try query.revisions("open_revs")
             let answers = try db.openRevisions(id: id, revisions: requested, latest: try query.bool("latest"))
             if exchange.accepts("multipart/mixed") {
-                return try openRevisionsMultipart(answers, in: db, options: options)
+                // As CouchDB: a multipart answer carries the attachments the requester
+                // cannot have (all, or those after `atts_since`), whatever `attachments` says.
+                var multipart = options
+                multipart.attachments = true
+                return try openRevisionsMultipart(answers, in: db, options: multipart)
             }
             let items: [JSON] = try answers.map { answer in
                 switch answer {
@@ -78,7 +82,7 @@ extension CouchResponder {
         if exchange.mediaType == "multipart/related" {
             (object, staged) = try await readRelated(in: db, &exchange)
         } else {
-            object = try await exchange.readObject(limit: configuration.maximumRequestSize)
+            object = try await exchange.readObject(limit: configuration.maximumRequestSize, checkingType: false)
         }
         object["_id"] = .string(id)
         if object["_rev"] == nil, let revision = try exchange.revisionFromQueryOrHeader() {
@@ -100,6 +104,10 @@ extension CouchResponder {
         }
         let follows = (object["_attachments"]?.objectValue ?? [:]).compactMap { entry in
             entry.value["follows"]?.boolValue == true ? entry.key : nil
+        }
+        // An encoded part is checked by decoding it: its declared length is bounded as its bytes are.
+        for (_, entry) in object["_attachments"]?.objectValue ?? [:] where entry["encoding"] != nil {
+            if let length = entry["length"]?.doubleValue, length > Double(configuration.maximumAttachmentSize) { throw CouchError.tooLarge }
         }
         var staged: [String: StagedAttachment] = [:]
         do {
@@ -170,6 +178,7 @@ struct DocumentReadOptions {
         if try query.bool("deleted_conflicts") { fields.insert(.deletedConflicts) }
         if try query.bool("local_seq") { fields.insert(.localSequence) }
         if try query.bool("meta") { fields.formUnion([.conflicts, .deletedConflicts, .revsInfo]) }
+        if try query.bool("att_encoding_info") { fields.insert(.encodingInfo) }
         attachments = try query.bool("attachments")
         attachmentsSince = try query.revisions("atts_since")
     }
@@ -203,12 +212,15 @@ struct DocumentReadOptions {
         return document.json(fields) { attachment in contents[attachment.name].map { .data($0) } ?? .stub }
     }
 
-    /// The document as `multipart/related`, included attachments following the JSON.
+    /// The document as `multipart/related`, included attachments following the
+    /// JSON as CouchDB sends them: as stored (gzip-encoded ones encoded), with
+    /// `encoding` and `encoded_length` in the JSON.
     func related(_ document: DocumentRevision, in db: Database) throws(StoreError) -> (contentType: String, segments: [MultipartSegment]) {
         let included = included(in: document)
-        let json = document.json(fields) { included.contains($0.name) ? .follows : .stub }
+        let json = document.json(fields.union(.encodingInfo)) { included.contains($0.name) ? .follows : .stub }
         let parts = document.attachments.filter { included.contains($0.name) }.map { attachment in
-            (name: attachment.name, contentType: attachment.contentType, path: db.attachmentPath(attachment), length: attachment.length)
+            (name: attachment.name, contentType: attachment.contentType, path: db.attachmentPath(attachment),
+             length: attachment.storedLength, encoding: attachment.encoding?.name)
         }
         return MultipartWriter.related(document: json.serializedBytes(), attachments: parts)
     }

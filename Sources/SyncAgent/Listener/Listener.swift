@@ -25,8 +25,10 @@ public struct ListenerConfiguration: Sendable {
     public var maximumAttachmentSize = 1 << 32
     /// How long an `AuthSession` cookie stays valid, in seconds.
     public var sessionTimeout = 600
-    /// The CouchDB version reported by `GET /`; replicators check it.
-    public var couchVersion = "3.3.3"
+    /// The CouchDB version reported by `GET /`: the release whose documented
+    /// API and replication protocol the listener follows. Clients read only its
+    /// major version (3: `_bulk_get`, `_local` checkpoints, opaque sequences).
+    public var couchVersion = "3.5.0"
 
     /// Loopback, a port picked by the system, plain HTTP.
     public init() {}

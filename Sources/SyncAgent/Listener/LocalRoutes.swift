@@ -19,7 +19,7 @@ extension CouchResponder {
         case .get:
             return Self.json(try db.localDocument(id: id).json)
         case .put:
-            var object = try await exchange.readObject(limit: configuration.maximumRequestSize)
+            var object = try await exchange.readObject(limit: configuration.maximumRequestSize, checkingType: false)
             object["_id"] = nil
             if let peer = exchange.principal.peer { object[Self.ownerKey] = .string(peer.uuid) }
             if object["_rev"] == nil, let rev = exchange.query["rev"] { object["_rev"] = .string(rev) }

@@ -12,7 +12,9 @@ extension CouchResponder {
             "couchdb": "Welcome",
             "version": .string(configuration.couchVersion),
             "uuid": .string(listener.identity.uuid),
-            "features": ["access-ready", "partitioned"],
+            // CouchDB's optional features (partitioned databases, per-document
+            // access, the scheduler, …): syncd has none of them, so claims none.
+            "features": [],
             "vendor": ["name": "syncd", "version": .string(Self.syncdVersion)],
         ])
     }

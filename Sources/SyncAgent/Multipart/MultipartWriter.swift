@@ -50,18 +50,22 @@ struct MultipartWriter: Sendable {
 
     /// A document with attachments as `multipart/related`: the JSON first
     /// (attachments marked `"follows": true`), then one part per attachment,
-    /// in the order they appear in `_attachments`.
-    static func related(document: [UInt8], attachments: [(name: String, contentType: String, path: String, length: Int)],
+    /// in the order they appear in `_attachments`; a part holding encoded
+    /// bytes says so with `Content-Encoding`, as CouchDB's do.
+    static func related(document: [UInt8],
+                        attachments: [(name: String, contentType: String, path: String, length: Int, encoding: String?)],
                         boundary: String = randomBoundary()) -> (contentType: String, segments: [MultipartSegment]) {
         var writer = MultipartWriter(boundary: boundary)
         writer.startPart([("Content-Type", "application/json")])
         writer.append(.bytes(document))
         for attachment in attachments {
-            writer.startPart([
+            var headers = [
                 ("Content-Disposition", "attachment; filename=\"\(escaped(attachment.name))\""),
                 ("Content-Type", attachment.contentType),
                 ("Content-Length", String(attachment.length)),
-            ])
+            ]
+            if let encoding = attachment.encoding { headers.append(("Content-Encoding", encoding)) }
+            writer.startPart(headers)
             writer.append(.file(path: attachment.path, length: attachment.length))
         }
         return (writer.contentType("related"), writer.finish())

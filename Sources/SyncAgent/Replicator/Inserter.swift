@@ -23,7 +23,7 @@ struct Inserter: Sendable {
                     "doc": "\(failure.id)", "error": "\(failure.error)", "reason": "\(failure.reason)",
                 ])
             }
-            progress.inserted(batch.changes, written: revisions.count - failures.count, failed: failures.count)
+            progress.inserted(batch, written: revisions.count - failures.count, refused: failures.count)
         }
     }
 }

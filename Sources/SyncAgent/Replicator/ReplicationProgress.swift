@@ -11,6 +11,9 @@ final class ReplicationProgress: Sendable {
         var inFlight = 0
         var continuous = false
         var completedSequence: ChangeSequence?
+        /// The changes completed when each recent batch's last sequence was reached:
+        /// a session resuming from one of them counts the changes after it once.
+        var completedAt: [(sequence: ChangeSequence, completed: Int)] = []
         var nextSubscriber = 0
         var subscribers: [Int: AsyncStream<ReplicationStatus>.Continuation] = [:]
     }
@@ -42,12 +45,21 @@ final class ReplicationProgress: Sendable {
         return stream
     }
 
-    /// A new session begins at `sequence`.
+    /// How many recent batches ``State/completedAt`` remembers.
+    private static let rememberedBatches = 1024
+
+    /// A new session begins at `sequence`. The changes after it are read again,
+    /// so `completed` goes back to what it was there (0 when unknown): each
+    /// change is counted once, however many sessions it takes.
     func sessionStarted(at sequence: ChangeSequence, continuous: Bool) {
         update { state in
             state.statistics = Checkpointer.Statistics()
             state.inFlight = 0
-            state.changesRead = state.status.completed
+            let resumed = state.completedAt.last { $0.sequence == sequence }?.completed ?? 0
+            state.completedAt = [(sequence, resumed)]
+            state.status.completed = resumed
+            state.status.total = resumed
+            state.changesRead = resumed
             state.continuous = continuous
             state.completedSequence = sequence
             state.status.activity = .active
@@ -60,42 +72,38 @@ final class ReplicationProgress: Sendable {
         update { state in
             state.changesRead += batch.changes.count
             if let pending = batch.pending { state.pending = pending } else if batch.caughtUp { state.pending = 0 }
+            if batch.pending != nil || batch.caughtUp { state.status.changesPending = state.pending }
             state.inFlight += 1
             state.status.total = max(state.status.completed, state.changesRead + state.pending)
             state.status.activity = .active
         }
     }
 
-    /// The finder has asked about `checked` revisions and found `found` missing.
-    func diffed(checked: Int, found: Int) {
-        update { state in
-            state.statistics.missingChecked += checked
-            state.statistics.missingFound += found
+    /// The inserter has finished a batch: `written` revisions stored, `refused`
+    /// refused by the target. The batch's counts (revisions checked, missing, read,
+    /// unreadable) are taken now, when it is done, so that a batch a failed session
+    /// left half-way and the next one redoes is counted once.
+    func inserted(_ batch: ReplicationBatch, written: Int, refused: Int) {
+        let unreadable = batch.fetched.reduce(0) { count, revision in
+            if case .failed = revision { count + 1 } else { count }
         }
-    }
-
-    /// The fetcher has read `read` revisions; `failed` could not be read.
-    func fetched(read: Int, failed: Int) {
+        let read = batch.fetched.count - unreadable
         update { state in
+            state.statistics.missingChecked += batch.revisionCount
+            state.statistics.missingFound += batch.missing.reduce(0) { $0 + $1.missing.count }
             state.statistics.docsRead += read
-            state.statistics.docWriteFailures += failed
-            state.status.docsRead += read
-            state.status.docWriteFailures += failed
-        }
-    }
-
-    /// The inserter has finished a batch: `written` revisions stored, `failed` refused.
-    func inserted(_ batch: ChangeBatch, written: Int, failed: Int) {
-        update { state in
             state.statistics.docsWritten += written
-            state.statistics.docWriteFailures += failed
+            state.statistics.docWriteFailures += unreadable + refused
+            state.status.docsRead += read
             state.status.docsWritten += written
-            state.status.docWriteFailures += failed
-            state.status.completed += batch.changes.count
+            state.status.docWriteFailures += unreadable + refused
+            state.status.completed += batch.changes.changes.count
             state.status.total = max(state.status.total, state.status.completed)
-            state.completedSequence = batch.lastSequence
+            state.completedSequence = batch.changes.lastSequence
+            state.completedAt.append((batch.changes.lastSequence, state.status.completed))
+            if state.completedAt.count > Self.rememberedBatches { state.completedAt.removeFirst(state.completedAt.count / 2) }
             state.inFlight -= 1
-            if state.continuous && state.inFlight == 0 && batch.caughtUp { state.status.activity = .idle }
+            if state.continuous && state.inFlight == 0 && batch.changes.caughtUp { state.status.activity = .idle }
         }
     }
 

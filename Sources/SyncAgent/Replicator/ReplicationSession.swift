@@ -40,15 +40,15 @@ struct ReplicationSession: Sendable {
         do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
-                    try await ChangesReader(source: source, request: request, progress: progress).run(into: changes)
+                    try await ChangesReader(source: source, request: request, progress: progress, logger: logger).run(into: changes)
                     return true
                 }
                 group.addTask {
-                    try await RevisionFinder(target: target, progress: progress).run(from: changes, into: diffed)
+                    try await RevisionFinder(target: target).run(from: changes, into: diffed)
                     return true
                 }
                 group.addTask {
-                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, progress: progress, logger: logger).run(from: diffed, into: fetched)
+                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, logger: logger).run(from: diffed, into: fetched)
                     return true
                 }
                 group.addTask {

@@ -24,6 +24,9 @@ public struct ReplicationStatus: Sendable, Hashable {
     public var docsWritten = 0
     /// Revisions that could not be read or written; the replication went on without them.
     public var docWriteFailures = 0
+    /// Changes the source still had after the last batch read, as its feed
+    /// reported (CouchDB's `changes_pending`); `nil` until known.
+    public var changesPending: Int?
     /// The last error: a transient one while offline (cleared when a session starts again),
     /// the final one when stopped by a failure.
     public var lastError: EndpointError?

@@ -8,7 +8,6 @@ import Logging
 struct RevisionFetcher: Sendable {
     let source: any Endpoint
     let parallelism: Int
-    let progress: ReplicationProgress
     let logger: Logger
 
     func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
@@ -17,14 +16,11 @@ struct RevisionFetcher: Sendable {
             if !batch.missing.isEmpty {
                 batch.fetched = try await fetch(batch.missing)
             }
-            var failed = 0
             for case .failed(let id, let revision, let reason) in batch.fetched {
-                failed += 1
                 logger.warning("cannot read a revision from the source", metadata: [
                     "doc": "\(id)", "rev": "\(revision?.description ?? "?")", "reason": "\(reason)",
                 ])
             }
-            progress.fetched(read: batch.fetched.count - failed, failed: failed)
             await output.send(batch)
         }
     }

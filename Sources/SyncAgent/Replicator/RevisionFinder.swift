@@ -5,7 +5,6 @@ import Store
 /// (`_revs_diff`), so only those are fetched.
 struct RevisionFinder: Sendable {
     let target: any Endpoint
-    let progress: ReplicationProgress
 
     func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
@@ -14,7 +13,6 @@ struct RevisionFinder: Sendable {
             if !question.isEmpty {
                 batch.missing = try await target.missingRevisions(question)
             }
-            progress.diffed(checked: batch.revisionCount, found: batch.missing.reduce(0) { $0 + $1.missing.count })
             await output.send(batch)
         }
     }
