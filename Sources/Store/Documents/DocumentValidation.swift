@@ -80,7 +80,7 @@ enum DocumentValidation {
                 }
             } catch {
                 // Inline content staged before the failure is not going to be written.
-                for case (_, .content(let staged, _, _)) in attachments { store.release(staged) }
+                for case (_, .content(let staged, _, _, _)) in attachments { store.release(staged) }
                 throw error
             }
         }
