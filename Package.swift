@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CAvahi", path: "Sources/CAvahi"),
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode"),
+        .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
 
         // The lock every module's shared state is guarded by (see Locked.swift).
         .target(name: "Locking"),
@@ -36,6 +37,7 @@ let package = Package(
             name: "Store",
             dependencies: [
                 "CSQLite",
+                "CPCRE2",
                 "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
