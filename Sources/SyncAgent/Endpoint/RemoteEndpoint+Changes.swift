@@ -18,7 +18,7 @@ extension RemoteEndpoint {
             }
             let rows = try results.map(changedDocument)
             let last = answer["last_seq"].map(ChangeSequence.init) ?? rows.last?.sequence ?? since
-            let pending = answer["pending"]?.intValue
+            let pending = answer["pending"]?.countValue
             let caughtUp = rows.count < limit || pending == 0
             try await deliver(ChangeBatch(changes: rows, lastSequence: last, pending: pending, caughtUp: caughtUp))
             since = last

@@ -39,7 +39,7 @@ public struct NodeIdentity: Sendable {
 
     /// Reads the identity from `directory`, making any part that is missing.
     public static func loadOrCreate(in directory: String) throws -> NodeIdentity {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let uuidPath = directory + "/" + uuidFile
         let keyPath = directory + "/" + keyFile
         let certificatePath = directory + "/" + certificateFile
@@ -53,6 +53,7 @@ public struct NodeIdentity: Sendable {
         let key: P256.Signing.PrivateKey
         var madeKey = false
         if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {
+            try checkPrivate(keyPath)
             key = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } else {
             key = P256.Signing.PrivateKey()
@@ -74,6 +75,17 @@ public struct NodeIdentity: Sendable {
         let document = try certificate!.serializeAsPEM()
         return NodeIdentity(uuid: uuid, certificateDER: document.derBytes, certificatePEM: document.pemString,
                             privateKeyPEM: key.pemRepresentation)
+    }
+
+    /// Refuses a key file that others than its owner may read or write, as ssh does:
+    /// such a key may be known to someone else.
+    static func checkPrivate(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw UnprotectedKeyError(path: path, mode: mode)
+        }
     }
 
     /// A self-signed certificate for `key`. KeyUsage includes keyCertSign so
@@ -147,4 +159,17 @@ public struct IdentityError: Error, CustomStringConvertible {
 
     /// What failed, for people.
     public var description: String { "cannot write \(path): \(String(cString: strerror(errno)))" }
+}
+
+/// The node's private key file may be read or written by others than its owner.
+public struct UnprotectedKeyError: Error, CustomStringConvertible {
+    /// The key file.
+    public let path: String
+    /// Its permission bits.
+    public let mode: mode_t
+
+    /// What is wrong and how to fix it, for people.
+    public var description: String {
+        "\(path) is open to others (mode \(String(mode, radix: 8))): make it its owner's only (chmod 600 \(path))"
+    }
 }
