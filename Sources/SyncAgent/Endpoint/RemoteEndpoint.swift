@@ -186,6 +186,7 @@ public final class RemoteEndpoint: Endpoint {
         do {
             return try await client.execute(request, timeout: .init(timeout))
         } catch {
+            if let reason = ConnectionFailure.describe(error) { throw .cannotConnect(displayName, reason) }
             throw .unreachable(displayName, "\(method) \(path) failed: \(Self.describe(error))")
         }
     }

@@ -112,7 +112,8 @@ final class ReplicationProgress: Sendable {
         }
     }
 
-    /// A one-shot replication reached the end of the feed: earlier transient errors no longer matter.
+    /// The replication ended as asked (a one-shot one reached the end of the feed, or it was
+    /// stopped): earlier transient errors no longer matter.
     func finished() {
         update { state in
             state.status.activity = .stopped
