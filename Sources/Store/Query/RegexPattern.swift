@@ -3,10 +3,13 @@ import CPCRE2
 /// A `$regex` pattern, compiled once by PCRE2 and searched (unanchored, like
 /// `re:run` in CouchDB, whose regular expressions are PCRE's) in many strings.
 ///
-/// Every search has a bounded cost. PCRE2 backtracks, so a pattern such as
-/// `(a|a)*$` takes time exponential in the string's length; the search stops
-/// after ``matchLimit`` steps or ``depthLimit`` nested backtracking points and
-/// counts as no match, as CouchDB's does when Erlang's `re` gives up.
+/// Patterns are compiled to machine code (PCRE2's JIT) where the platform allows.
+/// PCRE2 backtracks, so a pattern such as `(a|a)*$` takes time exponential in the
+/// string's length: a search stops after ``matchLimit`` backtracking steps from one
+/// starting position (or when it needs more than its stack or ``heapLimit``) and
+/// counts as no match, as CouchDB's does when Erlang's `re` gives up. The limit is
+/// PCRE2's, per starting position, so a string of n characters costs at most about
+/// n times that (a 1 MB string against `(?:a|a){0,12}(?=!)`: ~20 s of one core).
 final class RegexPattern: Sendable {
     /// The pattern as written.
     let pattern: String
@@ -14,9 +17,9 @@ final class RegexPattern: Sendable {
     private nonisolated(unsafe) let code: OpaquePointer
     private nonisolated(unsafe) let context: OpaquePointer
 
-    /// Backtracking steps one search may take (PCRE2's own default is 10,000,000).
+    /// Backtracking steps a search may take from one starting position (PCRE2's default is 10,000,000).
     static let matchLimit: UInt32 = 100_000
-    /// Nested backtracking points one search may hold.
+    /// Nested backtracking points a search may hold (the interpreter's; JIT code has its own stack limit).
     static let depthLimit: UInt32 = 10_000
     /// Memory one search may use for backtracking, in KiB.
     static let heapLimit: UInt32 = 8 << 10
@@ -38,6 +41,7 @@ final class RegexPattern: Sendable {
             pcre2_code_free_8(compiled)
             throw StoreError.internal("out of memory compiling $regex")
         }
+        _ = pcre2_jit_compile_8(compiled, UInt32(PCRE2_JIT_COMPLETE))  // where it fails, the interpreter runs the same pattern
         pcre2_set_match_limit_8(context, Self.matchLimit)
         pcre2_set_depth_limit_8(context, Self.depthLimit)
         pcre2_set_heap_limit_8(context, Self.heapLimit)

@@ -16,10 +16,13 @@ extension CouchResponder {
         switch request.feed {
         case .normal where request.options.selector != nil || request.options.designOnly:
             // One page of a filtered feed may pass over the whole database: stop when the client goes away.
+            // Watching for that ends the connection after the answer; say so.
             let body = exchange.request.body
-            return Self.streamingJSON { writer in
+            var response = Self.streamingJSON { writer in
                 try await body.consumeWithCancellationOnInboundClose { _ in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
+            response.headers[.connection] = "close"
+            return response
         case .normal:
             return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
         case .longpoll:
