@@ -55,9 +55,13 @@ extension RemoteEndpoint {
         }
         guard status < 400 else { throw error(status: status, body: json) }
         guard case .array(let results)? = json?["results"] else { throw .badResponse(displayName, "_bulk_get answered without results") }
+        // Only what was asked for: a server adding documents (or `_local/` ones) is refused.
+        let asked = Set(requests.map(\.id))
         var fetched: [FetchedRevision] = []
         for result in results {
-            let id = result["id"]?.stringValue ?? ""
+            guard let id = result["id"]?.stringValue, asked.contains(id) else {
+                throw .badResponse(displayName, "_bulk_get answered for a document not asked for")
+            }
             for answer in result["docs"]?.arrayValue ?? [] {
                 fetched.append(revision(from: answer, id: id))
             }
@@ -110,10 +114,13 @@ extension RemoteEndpoint {
         }
     }
 
-    /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer.
+    /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer about document `id`.
     private func revision(from answer: JSON, id: String) -> FetchedRevision {
         if let document = answer["ok"], let text = document["_rev"]?.stringValue, let revision = RevisionID(text) {
-            return .found(ReplicatedRevision(id: document["_id"]?.stringValue ?? id, revision: revision, json: document))
+            guard document["_id"]?.stringValue == id else {
+                return .failed(id: id, revision: revision, reason: "the source answered with another document's id")
+            }
+            return .found(ReplicatedRevision(id: id, revision: revision, json: document))
         }
         if let missing = answer["missing"]?.stringValue {
             return .failed(id: id, revision: RevisionID(missing), reason: "revision is missing on the source")
