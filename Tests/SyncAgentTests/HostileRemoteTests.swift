@@ -80,6 +80,68 @@ final class HostileRemoteTests: XCTestCase {
         guard case .failed(let id, _, _)? = fetched.first else { return XCTFail("took \(fetched)") }
         XCTAssertEqual(id, "a")
     }
+
+    /// A 413 from the target splits the request (as CouchDB's replicator does) until each
+    /// revision goes alone; only one too large by itself is refused.
+    func testATooLargeBatchIsSplitNotFailed() async throws {
+        let posted = PostedIDs()
+        let (_, endpoint) = try remote { _, target, body in
+            guard target.contains("_bulk_docs") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }
+            if body.count > 3000 { return (413, #"{"error":"too_large","reason":"the request entity is too large"}"#) }
+            let docs = (try? JSON(parsing: body))?["docs"]?.arrayValue ?? []
+            let ids = docs.compactMap { $0["_id"]?.stringValue }
+            posted.add(ids)
+            return (201, JSON.array(ids.map { ["ok": true, "id": .string($0), "rev": "1-a"] }).serialized())
+        }
+        let filler = String(repeating: "x", count: 1000)
+        var revisions = (0..<8).map { ReplicatedRevision(id: "d\($0)", revision: RevisionID("1-a")!, json: ["_id": .string("d\($0)"), "_rev": "1-a", "f": .string(filler)]) }
+        revisions.append(ReplicatedRevision(id: "big", revision: RevisionID("1-a")!, json: ["_id": "big", "_rev": "1-a", "f": .string(filler + filler + filler + filler)]))
+        let failures = try await endpoint.write(revisions)
+        XCTAssertEqual(failures.map(\.id), ["big"])
+        XCTAssertEqual(failures.first?.error, "too_large")
+        XCTAssertEqual(posted.ids.sorted(), (0..<8).map { "d\($0)" })
+    }
+
+    /// A revision the source cannot give stops the replication before its checkpoint passes it.
+    func testAFetchFailureIsNeverCheckpointedPast() async throws {
+        let (_, source) = try remote { method, target, body in
+            if target.hasPrefix("/db/_local/") { return method == "GET" ? (404, #"{"error":"not_found","reason":"missing"}"#) : (201, #"{"ok":true,"rev":"0-1"}"#) }
+            if target.hasPrefix("/db/_changes") {
+                return (200, #"{"results":[{"seq":1,"id":"a","changes":[{"rev":"1-a"}]},{"seq":2,"id":"b","changes":[{"rev":"1-b"}]}],"last_seq":2,"pending":0}"#)
+            }
+            if target.hasPrefix("/db/_bulk_get") {
+                let asked = ((try? JSON(parsing: body))?["docs"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+                let results = asked.map { id in
+                    id == "a" ? #"{"id":"a","docs":[{"ok":{"_id":"a","_rev":"1-a","_revisions":{"start":1,"ids":["a"]}}}]}"#
+                        : #"{"id":"b","docs":[{"error":{"id":"b","rev":"1-b","error":"internal_server_error","reason":"disk read failed"}}]}"#
+                }
+                return (200, #"{"results":["# + results.joined(separator: ",") + "]}")
+            }
+            if target == "/db/" || target == "/db" { return (200, #"{"db_name":"db","uuid":"hostile-source","update_seq":2}"#) }
+            return (404, #"{"error":"not_found","reason":"missing"}"#)
+        }
+        let directory = try TemporaryDirectory(prefix: "syncd-fetch-failure")
+        let catalog = try Catalog(directory: directory.path)
+        addTeardownBlock {
+            catalog.close()
+            directory.remove()
+        }
+        var configuration = ReplicationConfiguration(source: source, target: LocalEndpoint(try catalog.create("copy")))
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 2)
+        let status = await Replicator(configuration).run()
+        XCTAssertNotNil(status.lastError)
+        XCTAssertTrue(status.lastError?.reason.contains("disk read failed") == true, "\(String(describing: status.lastError))")
+        XCTAssertNotEqual(status.checkpointedSequence, ChangeSequence(.number(2)))
+        XCTAssertNotEqual(status.checkpointedSequence, ChangeSequence(.string("2")))
+    }
+}
+
+/// The ids a fake target was sent.
+private final class PostedIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ ids: [String]) { lock.withLock { list += ids } }
+    var ids: [String] { lock.withLock { list } }
 }
 
 /// Counts the batches a feed delivered.

@@ -104,7 +104,7 @@ extension RemoteEndpoint {
             let (status, _, bytes) = try await self.request(.GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query)
             let json = try? JSON(parsing: bytes.readableBytesView)
             if status == 404 {
-                return .success(request.missing.map { .failed(id: request.id, revision: $0, reason: "not found on the source") })
+                return .success(request.missing.map { .missing(id: request.id, revision: $0) })
             }
             guard status < 400 else { return .failure(error(status: status, body: json)) }
             guard case .array(let answers)? = json else { return .failure(.badResponse(displayName, "open_revs answered no JSON array")) }
@@ -123,9 +123,12 @@ extension RemoteEndpoint {
             return .found(ReplicatedRevision(id: id, revision: revision, json: document))
         }
         if let missing = answer["missing"]?.stringValue {
-            return .failed(id: id, revision: RevisionID(missing), reason: "revision is missing on the source")
+            return .missing(id: id, revision: RevisionID(missing))
         }
         let failure = answer["error"]
+        if failure?["error"]?.stringValue == "not_found" {
+            return .missing(id: id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) })
+        }
         return .failed(id: failure?["id"]?.stringValue ?? id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) },
                        reason: failure?["reason"]?.stringValue ?? failure?["error"]?.stringValue ?? "unreadable answer")
     }
@@ -143,23 +146,15 @@ extension RemoteEndpoint {
                 small.append(revision)
             }
         }
-        let revisions = small
-        var body: [UInt8] = []
-        var ids: [String] = []
-        func start() {
-            body.removeAll(keepingCapacity: true)
-            body.append(contentsOf: #"{"new_edits":false,"docs":["#.utf8)
-            ids.removeAll(keepingCapacity: true)
-        }
-        start()
-        for (offset, revision) in revisions.enumerated() {
-            if !ids.isEmpty { body.append(UInt8(ascii: ",")) }
-            revision.json.write(to: &body)
-            ids.append(revision.id)
-            if body.count >= Self.bulkDocsBudget || offset == revisions.count - 1 {
-                body.append(contentsOf: "]}".utf8)
-                failures += try await postBulkDocs(body, ids: ids)
-                start()
+        var batch: [ReplicatedRevision] = []
+        var size = 0
+        for (offset, revision) in small.enumerated() {
+            batch.append(revision)
+            size += revision.json.serializedBytes().count
+            if size >= Self.bulkDocsBudget || offset == small.count - 1 {
+                failures += try await postBulkDocs(batch)
+                batch.removeAll(keepingCapacity: true)
+                size = 0
             }
         }
         return failures
@@ -223,13 +218,24 @@ extension RemoteEndpoint {
     /// The body size at which a `_bulk_docs` request is sent and the next one begun.
     static var bulkDocsBudget: Int { 4 << 20 }
 
-    private func postBulkDocs(_ body: [UInt8], ids: [String]) async throws(EndpointError) -> [WriteFailure] {
+    /// Posts `revisions`; a request too large for the server (413) is split in halves and
+    /// sent again, as CouchDB's replicator does, down to one revision, which the target refuses.
+    private func postBulkDocs(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        var body = Array(#"{"new_edits":false,"docs":["#.utf8)
+        for (offset, revision) in revisions.enumerated() {
+            if offset > 0 { body.append(UInt8(ascii: ",")) }
+            revision.json.write(to: &body)
+        }
+        body.append(contentsOf: "]}".utf8)
         let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_docs", body: body)
         let json = try? JSON(parsing: bytes.readableBytesView)
         if status == 413 {
-            // Too large for this server: the documents fail, the replication goes on.
-            let failure = error(status: status, body: json)
-            return ids.map { WriteFailure(id: $0, error: failure.error, reason: failure.reason) }
+            guard revisions.count > 1 else {
+                let failure = error(status: status, body: json)
+                return [WriteFailure(id: revisions[0].id, error: failure.error, reason: failure.reason)]
+            }
+            let half = revisions.count / 2
+            return try await postBulkDocs(Array(revisions[..<half])) + postBulkDocs(Array(revisions[half...]))
         }
         guard status < 400 else { throw error(status: status, body: json) }
         guard case .array(let results)? = json else { throw .badResponse(displayName, "_bulk_docs answered no array") }
