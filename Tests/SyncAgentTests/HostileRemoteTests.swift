@@ -57,6 +57,24 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
     }
 
+    func testAnAnswerTooLargeToHoldIsRefused() async throws {
+        let (_, endpoint) = try remote { _, _, _ in
+            (200, #"{"results":[],"padding":""# + String(repeating: " ", count: 65 << 20) + #"","last_seq":0}"#)
+        }
+        let error = await readFeed(endpoint)
+        XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    /// A continuous feed the server ends without its last_seq is a broken connection (retried
+    /// after a backoff), not a feed to reopen at once, for ever.
+    func testAContinuousFeedCutShortIsAnErrorNotALoop() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            target.contains("feed=continuous") ? (200, "") : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let error = await readFeed(endpoint, continuous: true)
+        XCTAssertEqual((error as? EndpointError)?.status, 0, "\(String(describing: error))")
+    }
+
     func testBulkGetAnswersAreMatchedToTheQuestions() async throws {
         let (_, endpoint) = try remote { _, target, _ in
             guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }

@@ -51,6 +51,7 @@ extension RemoteEndpoint {
         var since = start
         var pending: [UInt8] = []
         var rows: [ChangedDocument] = []
+        var endedWithLastSequence = false
         do {
             for try await chunk in response.body {
                 // Bytes before the new chunk hold no newline: only the chunk is searched.
@@ -88,7 +89,10 @@ extension RemoteEndpoint {
                     try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true))
                     rows.removeAll(keepingCapacity: true)
                 }
-                if ended { break }
+                if ended {
+                    endedWithLastSequence = true
+                    break
+                }
             }
         } catch let error as EndpointError {
             throw error
@@ -97,6 +101,11 @@ extension RemoteEndpoint {
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw EndpointError.unreachable(displayName, "the continuous changes feed broke: \(Self.describe(error))")
+        }
+        // CouchDB ends a continuous feed with its last_seq: one cut short is a broken connection,
+        // retried after the backoff, never reopened at once in a loop.
+        guard endedWithLastSequence else {
+            throw EndpointError.unreachable(displayName, "the continuous changes feed ended without a last_seq")
         }
         return since
     }

@@ -48,7 +48,8 @@ extension RemoteEndpoint {
         }
         let query = [("revs", "true"), ("latest", "true"), ("attachments", "true")]
         let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_get", query: query,
-                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes())
+                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes(),
+                                                   limit: Self.largestRevisionsAnswer)
         let json = try? JSON(parsing: bytes.readableBytesView)
         if status == 404 || status == 405 || status == 501 || (status == 400 && json?["error"]?.stringValue == "illegal_docid") {
             return nil
@@ -101,7 +102,8 @@ extension RemoteEndpoint {
             query.append(("atts_since", JSON.array(request.possibleAncestors.map { .string($0.description) }).serialized()))
         }
         do {
-            let (status, _, bytes) = try await self.request(.GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query)
+            let (status, _, bytes) = try await self.request(.GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query,
+                                                            limit: Self.largestRevisionsAnswer)
             let json = try? JSON(parsing: bytes.readableBytesView)
             if status == 404 {
                 return .success(request.missing.map { .missing(id: request.id, revision: $0) })

@@ -25,6 +25,9 @@ final class HostileRemote: @unchecked Sendable {
         url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
         self.listening = listening
         Thread.detachNewThread {
+            // The thread closes the socket itself once accept fails after stop(): closed
+            // earlier, its descriptor could be reused by the next test's server and served here.
+            defer { _ = Glibc.close(listening) }
             while true {
                 let connection = accept(listening, nil, nil)
                 guard connection >= 0 else { return }
@@ -37,7 +40,6 @@ final class HostileRemote: @unchecked Sendable {
     /// Stops accepting connections.
     func stop() {
         _ = shutdown(listening, Int32(SHUT_RDWR))
-        _ = Glibc.close(listening)
     }
 
     private static func serve(_ connection: Int32, _ answer: (String, String, [UInt8]) -> (Int, [UInt8])) {
