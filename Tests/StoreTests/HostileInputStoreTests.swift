@@ -120,4 +120,24 @@ final class ManyLeavesTests: DatabaseTestCase {
         XCTAssertEqual(other.conflicts.count, 298, "the others but the winner and itself")
         XCTAssertFalse(other.conflicts.contains(other.revision))
     }
+
+    /// Beyond `maximumLeaves`, a revision that adds a leaf is refused with 413; one that edits
+    /// an existing leaf is still taken.
+    func testLeavesBeyondTheLimitAreRefused() async throws {
+        var options = Database.Options()
+        options.maximumLeaves = 50
+        let limited = try Database.open(path: directory.file("limited.sqlite"), name: "limited", options: options)
+        defer { limited.close() }
+        let uploads = (0..<51).map { n in
+            DocumentUpload(["_id": "d", "_rev": .string("1-" + String(format: "%032x", n))])
+        }
+        let results = try await limited.bulkDocs(uploads, newEdits: false)
+        XCTAssertEqual(results.filter { (try? $0.result.get()) != nil }.count, 50)
+        guard case .failure(let refused) = results[50].result else { return XCTFail("the 51st leaf was taken") }
+        XCTAssertEqual(refused.kind, .tooLarge)
+        let leaf = RevisionID("1-" + String(format: "%032x", 7))!
+        let edit = try await limited.put(["_id": "d", "_rev": .string(leaf.description), "v": 2])
+        XCTAssertNoThrow(try edit.result.get())
+        XCTAssertEqual(try limited.openRevisions(id: "d", revisions: nil).count, 50)
+    }
 }
