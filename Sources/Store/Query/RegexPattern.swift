@@ -5,20 +5,27 @@ import CPCRE2
 ///
 /// Patterns are compiled to machine code (PCRE2's JIT) where the platform allows.
 /// PCRE2 backtracks, so a pattern such as `(a|a)*$` takes time exponential in the
-/// string's length: a search stops after ``matchLimit`` backtracking steps from one
+/// string's length: a search stops after a number of backtracking steps from one
 /// starting position (or when it needs more than its stack or ``heapLimit``) and
-/// counts as no match, as CouchDB's does when Erlang's `re` gives up. The limit is
-/// PCRE2's, per starting position, so a string of n characters costs at most about
-/// n times that (a 1 MB string against `(?:a|a){0,12}(?=!)`: ~20 s of one core).
+/// counts as no match, as CouchDB's does when Erlang's `re` gives up. PCRE2 counts
+/// steps per starting position, so a string of n characters may take n times the
+/// limit: the limit shrinks as strings grow (``stepLimits``), keeping a search
+/// to about ``stepBudget`` steps (a few tenths of a second) down to a floor of 100
+/// steps per position for strings past a megabyte.
 final class RegexPattern: Sendable {
     /// The pattern as written.
     let pattern: String
     /// The compiled pattern and the limits: both only read once made, which PCRE2 allows from any thread.
     private nonisolated(unsafe) let code: OpaquePointer
-    private nonisolated(unsafe) let context: OpaquePointer
+    /// One match context per entry of ``stepLimits``.
+    private nonisolated(unsafe) let contexts: [OpaquePointer]
 
-    /// Backtracking steps a search may take from one starting position (PCRE2's default is 10,000,000).
-    static let matchLimit: UInt32 = 100_000
+    /// Backtracking steps a whole search should stay near.
+    static let stepBudget = 100_000_000
+    /// Backtracking steps a search may take from one starting position, by the longest string
+    /// (in bytes) that limit applies to: `stepBudget` divided by the length, from 100,000
+    /// (PCRE2's default is 10,000,000) down to 100.
+    static let stepLimits: [(longest: Int, steps: UInt32)] = [(1_000, 100_000), (10_000, 10_000), (100_000, 1_000), (.max, 100)]
     /// Nested backtracking points a search may hold (the interpreter's; JIT code has its own stack limit).
     static let depthLimit: UInt32 = 10_000
     /// Memory one search may use for backtracking, in KiB.
@@ -37,22 +44,27 @@ final class RegexPattern: Sendable {
             throw StoreError(.badRequest, error: "bad_arg",
                              reason: "Bad argument for operator $regex: \(JSON.string(pattern).serialized()): \(reason) at offset \(errorOffset)")
         }
-        guard let context = pcre2_match_context_create_8(nil) else {
-            pcre2_code_free_8(compiled)
-            throw StoreError.internal("out of memory compiling $regex")
-        }
         _ = pcre2_jit_compile_8(compiled, UInt32(PCRE2_JIT_COMPLETE))  // where it fails, the interpreter runs the same pattern
-        pcre2_set_match_limit_8(context, Self.matchLimit)
-        pcre2_set_depth_limit_8(context, Self.depthLimit)
-        pcre2_set_heap_limit_8(context, Self.heapLimit)
+        var contexts: [OpaquePointer] = []
+        for (_, steps) in Self.stepLimits {
+            guard let context = pcre2_match_context_create_8(nil) else {
+                contexts.forEach { pcre2_match_context_free_8($0) }
+                pcre2_code_free_8(compiled)
+                throw StoreError.internal("out of memory compiling $regex")
+            }
+            pcre2_set_match_limit_8(context, steps)
+            pcre2_set_depth_limit_8(context, Self.depthLimit)
+            pcre2_set_heap_limit_8(context, Self.heapLimit)
+            contexts.append(context)
+        }
         self.code = compiled
-        self.context = context
+        self.contexts = contexts
         self.pattern = pattern
     }
 
     deinit {
         pcre2_code_free_8(code)
-        pcre2_match_context_free_8(context)
+        contexts.forEach { pcre2_match_context_free_8($0) }
     }
 
     /// Whether the pattern occurs anywhere in `string`; a search that reaches a limit is no match.
@@ -61,7 +73,8 @@ final class RegexPattern: Sendable {
         defer { pcre2_match_data_free_8(data) }
         // Swift strings are valid UTF-8: PCRE2 need not check them again.
         return Self.withBytes(string) { bytes, count in
-            pcre2_match_8(code, bytes, count, 0, PCRE2_NO_UTF_CHECK, data, context)
+            let context = contexts[Self.stepLimits.firstIndex { count <= $0.longest } ?? contexts.count - 1]
+            return pcre2_match_8(code, bytes, count, 0, PCRE2_NO_UTF_CHECK, data, context)
         } >= 0
     }
 
