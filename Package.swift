@@ -31,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CZBar", path: "Sources/CZBar"),
         .systemLibrary(name: "CStb", path: "Sources/CStb"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
 
         // The lock every module's shared state is guarded by (see Locked.swift).
         .target(name: "Locking"),
@@ -40,6 +41,7 @@ let package = Package(
             dependencies: [
                 "CSQLite",
                 "CZlib",
+                "CPCRE2",
                 "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -11,12 +11,13 @@ public final class Catalog: Sendable {
     private let options: Database.Options
     private let open = Locked<[String: Database]>([:])
 
-    /// A catalog over `directory`, created if missing.
+    /// A catalog over `directory`, created if missing (readable by its owner only: 0700).
     public init(directory: String, options: Database.Options = Database.Options()) throws(StoreError) {
         self.directory = directory
         self.options = options
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
         } catch {
             throw .internal("cannot create \(directory): \(error)")
         }

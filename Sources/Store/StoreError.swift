@@ -46,6 +46,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func illegalDocID(_ reason: String) -> StoreError { StoreError(.badRequest, error: "illegal_docid", reason: reason) }
     /// 413 document_too_large.
     public static func tooLarge(_ reason: String) -> StoreError { StoreError(.tooLarge, error: "document_too_large", reason: reason) }
+    /// The task asking was cancelled (its client went away, the server is stopping): a long read stopped early.
+    public static let cancelled = StoreError(.internal, error: "cancelled", reason: "The request was cancelled.")
     /// 500 with the underlying cause.
     public static func `internal`(_ reason: String) -> StoreError { StoreError(.internal, error: "internal_server_error", reason: reason) }
 }

@@ -32,8 +32,9 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(help: "Only documents matching this Mango selector (JSON).")
     var selector: String?
 
-    @Option(name: .customLong("doc-ids"), parsing: .upToNextOption, help: "Only these documents.")
-    var documentIDs: [String] = []
+    @Option(name: .customLong("doc-ids"), parsing: .upToNextOption, help: "Only these documents (separated by spaces or commas).",
+            transform: { $0.split(separator: ",").map(String.init) })
+    var documentIDs: [[String]] = []
 
     @Option(name: .customLong("batch-size"), help: "Changes per batch.")
     var batchSize = 500
@@ -58,6 +59,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     func validate() throws {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
         guard checkpointInterval > 0 else { throw ValidationError("--checkpoint-interval must be positive") }
+        guard documentIDs.allSatisfy({ !$0.isEmpty }) else { throw ValidationError("--doc-ids names no document") }
         guard selector == nil || documentIDs.isEmpty else { throw ValidationError("give --selector or --doc-ids, not both") }
         if let selector {
             guard let json = try? JSON(parsing: selector), json.objectValue != nil else {
@@ -101,7 +103,7 @@ struct ReplicateCommand: AsyncParsableCommand {
         configuration.createTarget = createTarget
         configuration.checkpointInterval = .milliseconds(Int(checkpointInterval * 1000))
         if let selector { configuration.filter = .selector(try JSON(parsing: selector)) }
-        if !documentIDs.isEmpty { configuration.filter = .documentIDs(documentIDs) }
+        if !documentIDs.isEmpty { configuration.filter = .documentIDs(documentIDs.flatMap { $0 }) }
 
         let replicator = Replicator(configuration, logger: logger)
         let printer = ProgressPrinter(live: isatty(STDOUT_FILENO) != 0)

@@ -64,11 +64,15 @@ struct ServeCommand: AsyncParsableCommand {
             if tlsEnabled { lines += "node ID \(identity.id)\n" }
             FileHandle.standardOutput.write(Data(lines.utf8))
         }
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: server)],
+        // SIGTERM lets requests finish for 5 s, then cancels them; at 10 s the process ends regardless.
+        var services = ServiceGroupConfiguration(
+            services: [.init(service: server),
+                       .init(service: ShutdownDeadline(limit: .seconds(10), logger: logger), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
-        ))
+        )
+        services.maximumGracefulShutdownDuration = .seconds(5)
+        let group = ServiceGroup(configuration: services)
         try await group.run()
     }
 }

@@ -305,10 +305,12 @@ final class ReplicateProcess: @unchecked Sendable {
     /// What it wrote to standard error (with `captureErrors`), once finished.
     private(set) var errors = ""
 
-    init(_ arguments: [String], captureErrors: Bool = false) throws {
+    /// Runs `syncd ARGUMENTS`, or `LAUNCHER… syncd ARGUMENTS` (such as `unshare --net …`).
+    init(_ arguments: [String], captureErrors: Bool = false, launcher: [String] = []) throws {
         self.captureErrors = captureErrors
-        process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
-        process.arguments = arguments
+        let command = launcher + [ServeProcess.executable] + arguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.standardOutput = output
         process.standardError = captureErrors ? errorOutput : FileHandle.nullDevice
         try process.run()

@@ -31,7 +31,9 @@ final class AttachmentStore: Sendable {
     init(folder: String) throws(StoreError) {
         self.folder = folder
         do {
-            try FileManager.default.createDirectory(atPath: folder + "/tmp", withIntermediateDirectories: true)
+            for path in [folder, folder + "/tmp"] {  // the owner's only, like the database beside it
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
         } catch {
             throw .internal("cannot create \(folder): \(error)")
         }

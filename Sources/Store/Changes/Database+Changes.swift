@@ -45,8 +45,15 @@ extension Database {
                 let order = options.descending ? "DESC" : "ASC"
                 let columns = needsTree ? "seq, id, winner, deleted, tree" : "seq, id, winner, deleted"
                 let select = try db.statement(sql: "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(order)")
-                select.bind(Int64(options.since), at: 1)
+                select.bind(options.since, at: 1)
+                // A filter may pass over the whole database for one page: stop when the asking task is cancelled.
+                var examined = 0
                 while changes.count < limit, try select.step() {
+                    examined += 1
+                    if examined % 1024 == 0, Task.isCancelled {
+                        select.reset()
+                        throw StoreError.cancelled
+                    }
                     try consider(sequence: UInt64(select.int64(0)), id: select.string(1), winner: select.string(2),
                                  deleted: select.int(3) != 0, tree: needsTree ? select.blob(4) : [])
                 }

@@ -40,7 +40,9 @@ struct DocumentRow {
     /// Leaves carry their bodies; an ancestor's body is looked up in
     /// `ancestor_bodies` when `db` is given. With `availability`, whether each
     /// revision of the history still has a body is looked up too (`_revs_info`).
-    func revision(at node: RevisionTree.Node, in db: Connection? = nil, availability: Bool = false) throws -> DocumentRevision? {
+    /// `leaves`, when given, are the tree's (computed once for many revisions of one document).
+    func revision(at node: RevisionTree.Node, in db: Connection? = nil, availability: Bool = false,
+                  leaves: ConflictingLeaves? = nil) throws -> DocumentRevision? {
         guard let text = try node.body ?? db.flatMap({ try AncestorBodies.body(id: id, revision: node.revision, in: $0) }) else {
             return nil
         }
@@ -52,12 +54,10 @@ struct DocumentRow {
             throw StoreError.internal("stored body of \(id) is corrupt: \(error)")
         }
         let history = tree.history(of: node.revision)
-        let winner = tree.winner?.revision
         return DocumentRevision(
             id: id, revision: node.revision, deleted: node.deleted, body: body, attachments: node.attachments,
             history: history,
-            conflicts: tree.conflicts.filter { $0 != node.revision && winner != nil },
-            deletedConflicts: tree.deletedConflicts.filter { $0 != node.revision },
+            leaves: leaves ?? ConflictingLeaves(tree),
             sequence: sequence,
             availability: availability ? try self.availability(of: history, in: db) : []
         )
@@ -105,8 +105,9 @@ extension Database {
                 if revisions == nil { throw StoreError.notFound("missing") }
                 return revisions!.map { .missing($0) }
             }
+            let leaves = ConflictingLeaves(row.tree)  // once, not once per revision
             guard let revisions else {
-                return try row.tree.leaves.compactMap { node in try row.revision(at: node).map { .found($0) } }
+                return try row.tree.leaves.compactMap { node in try row.revision(at: node, leaves: leaves).map { .found($0) } }
             }
             var answers: [OpenRevision] = []
             var seen = Set<RevisionID>()
@@ -120,7 +121,7 @@ extension Database {
                     continue
                 }
                 for node in nodes where seen.insert(node.revision).inserted {
-                    answers.append(try row.revision(at: node, in: db).map { .found($0) } ?? .missing(node.revision))
+                    answers.append(try row.revision(at: node, in: db, leaves: leaves).map { .found($0) } ?? .missing(node.revision))
                 }
             }
             return answers

@@ -144,6 +144,7 @@ enum DocumentUpdate {
             tree = try RevisionTree(decoding: select.blob(2))
         }
         select.reset()
+        let leavesBefore = tree.leafCount
 
         let revision: RevisionID
         if newEdits {
@@ -172,6 +173,10 @@ enum DocumentUpdate {
             let attachments = try resolve(document.attachments, generation: revision.generation, parent: nil, in: tree)
             let outcome = tree.merge(history: history, deleted: document.deleted, body: document.bodyText, attachments: attachments)
             if outcome == .alreadyPresent { return revision }
+        }
+        let leaves = tree.leafCount
+        if leaves > context.maximumLeaves, leaves > leavesBefore {
+            throw StoreError.tooLarge("Document \(id) would have more than \(context.maximumLeaves) conflicting revisions")
         }
         _ = tree.stem(limit: context.revsLimit)
         try AncestorBodies.keep(tree.removeAncestorBodies(), id: id, in: db)

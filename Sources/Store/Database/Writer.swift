@@ -8,6 +8,8 @@ import Synchronization
 /// the document counts, applied to the database's metadata once per commit.
 struct WriteContext {
     let connection: Connection
+    /// ``Database/Options/maximumLeaves``.
+    let maximumLeaves: Int
     var lastSequence: UInt64
     var docCount: Int
     var deletedCount: Int

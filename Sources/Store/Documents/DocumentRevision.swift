@@ -15,9 +15,12 @@ public struct DocumentRevision: Sendable, Hashable {
     /// This revision and its known ancestors, newest first (`_revisions`).
     public let history: [RevisionID]
     /// Other undeleted leaves of the document, best first (`_conflicts`).
-    public let conflicts: [RevisionID]
+    public var conflicts: [RevisionID] { leaves.conflicts.filter { $0 != revision } }
     /// Other deleted leaves (`_deleted_conflicts`).
-    public let deletedConflicts: [RevisionID]
+    public var deletedConflicts: [RevisionID] { leaves.deletedConflicts.filter { $0 != revision } }
+    /// The document's conflicting leaves, one copy shared by all its revisions read together:
+    /// a document with thousands of leaves would otherwise hold them once per leaf.
+    let leaves: ConflictingLeaves
     /// The document's current sequence (`_local_seq`).
     public let sequence: UInt64
     /// Whether each revision in `history` still has its body (`_revs_info`);
@@ -118,4 +121,17 @@ public enum RevisionAvailability: String, Sendable, Hashable {
     case missing
     /// The revision is a stored tombstone.
     case deleted
+}
+
+/// The leaves other than the winner of one document, as CouchDB lists them.
+struct ConflictingLeaves: Sendable, Hashable {
+    /// Undeleted ones, best first (`_conflicts`).
+    let conflicts: [RevisionID]
+    /// Deleted ones (`_deleted_conflicts`).
+    let deletedConflicts: [RevisionID]
+
+    init(_ tree: RevisionTree) {
+        conflicts = tree.conflicts
+        deletedConflicts = tree.deletedConflicts
+    }
 }

@@ -8,7 +8,9 @@ enum DocumentValidation {
         "_conflicts", "_deleted_conflicts", "_local_seq",
     ]
 
-    /// Checks a document id: non-empty, and only `_design/` and `_local/` ids may start with `_`.
+    /// Checks a document id as CouchDB's `couch_doc:validate_docid` does: non-empty, not
+    /// `_design/` or `_local/` alone, and only such ids may start with `_`. Any other
+    /// Unicode text is an id, NUL included.
     static func validate(id: String) throws(StoreError) {
         guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
         if id == "_design/" || id == "_local/" { throw .illegalDocID("Illegal document id `\(id)`") }

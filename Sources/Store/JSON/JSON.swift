@@ -123,6 +123,13 @@ extension JSON {
         return nil
     }
 
+    /// The number as a count, if it is a whole number from 0 to 2^53 (the integers
+    /// JSON carries exactly): arithmetic on counts a peer sends cannot overflow.
+    public var countValue: Int? {
+        guard case .number(let value) = self, value >= 0, value <= 0x1p53 else { return nil }
+        return Int(exactly: value)
+    }
+
     /// The boolean, if this is one.
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }

@@ -52,7 +52,7 @@ extension Condition {
             return name == Self.typeName(of: value)
         case .mod(let divisor, let remainder):
             guard let dividend = value.intValue else { return false }
-            return dividend % divisor == remainder
+            return dividend.remainderReportingOverflow(dividingBy: divisor).partialValue == remainder
         case .regex(let pattern):
             guard case .string(let string) = value else { return false }
             return pattern.matches(string)

@@ -127,6 +127,9 @@ struct RevisionTree: Sendable, Hashable {
         return result
     }
 
+    /// How many leaves the tree has.
+    var leafCount: Int { leafIndices.count }
+
     /// Positions of the nodes that have no children, in tree order.
     private var leafIndices: [Int] {
         let parents = hasChildren

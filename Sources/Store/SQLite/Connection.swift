@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// One SQLite connection. Not thread-safe: each connection is owned by the
 /// writer or checked out by one reader at a time, which is what makes the
@@ -15,6 +16,11 @@ final class Connection {
     /// Opens (creating if asked) the database file at `path`.
     init(path: String, readOnly: Bool) throws(StoreError) {
         Self.configured
+        if !readOnly {
+            // Created for the owner only; SQLite gives the -wal and -shm files the same mode.
+            let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            if descriptor >= 0 { close(descriptor) }
+        }
         var handle: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE

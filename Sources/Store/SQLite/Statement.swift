@@ -25,12 +25,26 @@ final class Statement {
 
     func bind(_ value: Int64, at index: Int32) { sqlite3_bind_int64(handle, index, value) }
     func bind(_ value: Int, at index: Int32) { sqlite3_bind_int64(handle, index, Int64(value)) }
+    /// A sequence: SQLite's integers end at `Int64.max`, and no row has a larger one.
+    func bind(_ value: UInt64, at index: Int32) { sqlite3_bind_int64(handle, index, Int64(clamping: value)) }
     func bind(_ value: Double, at index: Int32) { sqlite3_bind_double(handle, index, value) }
-    func bind(_ value: String, at index: Int32) { sqlite3_bind_text(handle, index, value, -1, transient) }
+    /// Text with its byte length: an id may hold NUL, which must not end it.
+    func bind(_ value: String, at index: Int32) {
+        guard !value.isEmpty else {
+            sqlite3_bind_text(handle, index, "", 0, transient)  // a nil pointer would bind NULL
+            return
+        }
+        var value = value
+        value.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { text in
+                _ = sqlite3_bind_text64(handle, index, text.baseAddress, sqlite3_uint64(text.count), transient, UInt8(SQLITE_UTF8))
+            }
+        }
+    }
     func bindNull(at index: Int32) { sqlite3_bind_null(handle, index) }
     func bind(_ value: [UInt8], at index: Int32) {
         value.withUnsafeBytes { buffer in
-            _ = sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), transient)
+            _ = sqlite3_bind_blob64(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(buffer.count), transient)
         }
     }
     func bind(_ value: String?, at index: Int32) {

@@ -27,7 +27,7 @@ public struct ChangeSequence: Sendable, Hashable, CustomStringConvertible {
     /// The sequence as a local store's number, if it is one.
     public var localNumber: UInt64? {
         switch value {
-        case .number(let number) where number >= 0 && number == number.rounded(): UInt64(number)
+        case .number(let number): UInt64(exactly: number)
         case .string(let text): UInt64(text)
         default: nil
         }

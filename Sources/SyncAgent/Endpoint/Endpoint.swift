@@ -99,7 +99,10 @@ public struct ReplicatedRevision: Sendable {
 public enum FetchedRevision: Sendable {
     /// The revision was read.
     case found(ReplicatedRevision)
-    /// The revision could not be read (gone since the diff, or unreadable): counted as a failure, not fatal.
+    /// The source no longer has the revision (a later edit, a purge): nothing to write, and a
+    /// later change in the feed brings whatever the document is now.
+    case missing(id: String, revision: RevisionID?)
+    /// The revision could not be read: the replication stops before its checkpoint passes it.
     case failed(id: String, revision: RevisionID?, reason: String)
 }
 

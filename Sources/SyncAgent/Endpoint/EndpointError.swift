@@ -5,7 +5,7 @@ import Store
 public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The HTTP status, or 0 when no answer came (connection refused, reset, timed out).
     public let status: Int
-    /// CouchDB's error name (`not_found`, `conflict`, `unauthorized`, ...), or `unreachable`.
+    /// CouchDB's error name (`not_found`, `conflict`, `unauthorized`, ...), or `unreachable` / `cannot_connect`.
     public let error: String
     /// The reason given, or what went wrong.
     public let reason: String
@@ -25,6 +25,11 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
         EndpointError(status: 0, error: "unreachable", reason: reason, endpoint: endpoint)
     }
 
+    /// No connection could be made at all (refused, no route, host not found).
+    public static func cannotConnect(_ endpoint: String, _ reason: String) -> EndpointError {
+        EndpointError(status: 0, error: "cannot_connect", reason: reason, endpoint: endpoint)
+    }
+
     /// The endpoint answered something that is not the CouchDB protocol.
     public static func badResponse(_ endpoint: String, _ reason: String) -> EndpointError {
         EndpointError(status: 502, error: "bad_response", reason: reason, endpoint: endpoint)
@@ -42,6 +47,9 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
         }
         self.init(status: status, error: error.error, reason: error.reason, endpoint: endpoint)
     }
+
+    /// No connection could be made (see ``cannotConnect(_:_:)``).
+    public var isConnectFailure: Bool { error == "cannot_connect" }
 
     /// A write lost a race (409): re-read and retry.
     public var isConflict: Bool { status == 409 }

@@ -92,6 +92,9 @@ public struct LocalEndpoint: Endpoint {
             let answers: [OpenRevision]
             do {
                 answers = try database.openRevisions(id: request.id, revisions: request.missing, latest: true)
+            } catch where error.kind == .notFound {
+                fetched += request.missing.map { .missing(id: request.id, revision: $0) }
+                continue
             } catch {
                 fetched.append(.failed(id: request.id, revision: request.missing.first, reason: error.description))
                 continue
@@ -99,7 +102,7 @@ public struct LocalEndpoint: Endpoint {
             for answer in answers {
                 switch answer {
                 case .missing(let revision):
-                    fetched.append(.failed(id: request.id, revision: revision, reason: "revision is missing"))
+                    fetched.append(.missing(id: request.id, revision: revision))
                 case .found(let document):
                     fetched.append(render(document, knownAncestors: request.possibleAncestors))
                 }

@@ -18,8 +18,11 @@ extension RemoteEndpoint {
             }
             let rows = try results.map(changedDocument)
             let last = answer["last_seq"].map(ChangeSequence.init) ?? rows.last?.sequence ?? since
-            let pending = answer["pending"]?.intValue
+            let pending = answer["pending"]?.countValue
             let caughtUp = rows.count < limit || pending == 0
+            if !caughtUp, last == since {
+                throw EndpointError.badResponse(displayName, "_changes sent a full page but stayed at since=\(since)")
+            }
             try await deliver(ChangeBatch(changes: rows, lastSequence: last, pending: pending, caughtUp: caughtUp))
             since = last
             if caughtUp { break }
@@ -48,14 +51,18 @@ extension RemoteEndpoint {
         var since = start
         var pending: [UInt8] = []
         var rows: [ChangedDocument] = []
+        var endedWithLastSequence = false
         do {
             for try await chunk in response.body {
+                // Bytes before the new chunk hold no newline: only the chunk is searched.
+                var searchStart = pending.count
                 pending.append(contentsOf: chunk.readableBytesView)
                 var lineStart = 0
                 var ended = false
-                while let newline = pending[lineStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                while let newline = pending[searchStart...].firstIndex(of: UInt8(ascii: "\n")) {
                     let line = pending[lineStart..<newline]
                     lineStart = newline + 1
+                    searchStart = lineStart
                     guard line.contains(where: { $0 > 0x20 }) else { continue }
                     let json: JSON
                     do { json = try JSON(parsing: line) } catch {
@@ -75,11 +82,17 @@ extension RemoteEndpoint {
                     }
                 }
                 pending.removeFirst(lineStart)
+                guard pending.count <= Self.longestChangeLine else {
+                    throw EndpointError.badResponse(displayName, "continuous _changes sent a line over \(Self.longestChangeLine >> 20) MiB")
+                }
                 if !rows.isEmpty {
                     try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true))
                     rows.removeAll(keepingCapacity: true)
                 }
-                if ended { break }
+                if ended {
+                    endedWithLastSequence = true
+                    break
+                }
             }
         } catch let error as EndpointError {
             throw error
@@ -88,6 +101,11 @@ extension RemoteEndpoint {
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw EndpointError.unreachable(displayName, "the continuous changes feed broke: \(Self.describe(error))")
+        }
+        // CouchDB ends a continuous feed with its last_seq: one cut short is a broken connection,
+        // retried after the backoff, never reopened at once in a loop.
+        guard endedWithLastSequence else {
+            throw EndpointError.unreachable(displayName, "the continuous changes feed ended without a last_seq")
         }
         return since
     }
@@ -106,11 +124,17 @@ extension RemoteEndpoint {
         }
     }
 
-    /// One `results` entry of a changes feed.
+    /// The longest line of a continuous feed held while waiting for its end (a row lists
+    /// one document's leaves: thousands of them fit many times over).
+    static var longestChangeLine: Int { 16 << 20 }
+
+    /// One `results` entry of a changes feed. Local documents are never in a feed:
+    /// one listed there is refused, not replicated.
     private func changedDocument(_ json: JSON) throws(EndpointError) -> ChangedDocument {
         guard let id = json["id"]?.stringValue, let sequence = json["seq"], case .array(let changes)? = json["changes"] else {
             throw .badResponse(displayName, "a _changes row lacks seq, id or changes")
         }
+        guard !id.hasPrefix("_local/") else { throw .badResponse(displayName, "_changes listed the local document \(id)") }
         var revisions: [RevisionID] = []
         revisions.reserveCapacity(changes.count)
         for change in changes {

@@ -50,16 +50,21 @@ extension RemoteEndpoint {
         }
         let query = [("revs", "true"), ("latest", "true"), ("attachments", "true")]
         let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_get", query: query,
-                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes())
+                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes(),
+                                                   limit: Self.largestRevisionsAnswer)
         let json = try? JSON(parsing: bytes.readableBytesView)
         if status == 404 || status == 405 || status == 501 || (status == 400 && json?["error"]?.stringValue == "illegal_docid") {
             return nil
         }
         guard status < 400 else { throw error(status: status, body: json) }
         guard case .array(let results)? = json?["results"] else { throw .badResponse(displayName, "_bulk_get answered without results") }
+        // Only what was asked for: a server adding documents (or `_local/` ones) is refused.
+        let asked = Set(requests.map(\.id))
         var fetched: [FetchedRevision] = []
         for result in results {
-            let id = result["id"]?.stringValue ?? ""
+            guard let id = result["id"]?.stringValue, asked.contains(id) else {
+                throw .badResponse(displayName, "_bulk_get answered for a document not asked for")
+            }
             for answer in result["docs"]?.arrayValue ?? [] {
                 fetched.append(revision(from: answer, id: id))
             }
@@ -101,9 +106,10 @@ extension RemoteEndpoint {
         do {
             // Attachments come as binary parts, as CouchDB's replicator asks for them.
             let (status, headers, bytes) = try await self.request(
-                .GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query, accept: "multipart/mixed")
+                .GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query, accept: "multipart/mixed",
+                limit: Self.largestRevisionsAnswer)
             if status == 404 {
-                return .success(request.missing.map { .failed(id: request.id, revision: $0, reason: "not found on the source") })
+                return .success(request.missing.map { .missing(id: request.id, revision: $0) })
             }
             guard status < 400 else { return .failure(error(status: status, body: try? JSON(parsing: bytes.readableBytesView))) }
             let type = headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
@@ -177,15 +183,21 @@ extension RemoteEndpoint {
         }
     }
 
-    /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer.
+    /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer about document `id`.
     private func revision(from answer: JSON, id: String) -> FetchedRevision {
         if let document = answer["ok"], let text = document["_rev"]?.stringValue, let revision = RevisionID(text) {
-            return .found(ReplicatedRevision(id: document["_id"]?.stringValue ?? id, revision: revision, json: document))
+            guard document["_id"]?.stringValue == id else {
+                return .failed(id: id, revision: revision, reason: "the source answered with another document's id")
+            }
+            return .found(ReplicatedRevision(id: id, revision: revision, json: document))
         }
         if let missing = answer["missing"]?.stringValue {
-            return .failed(id: id, revision: RevisionID(missing), reason: "revision is missing on the source")
+            return .missing(id: id, revision: RevisionID(missing))
         }
         let failure = answer["error"]
+        if failure?["error"]?.stringValue == "not_found" {
+            return .missing(id: id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) })
+        }
         return .failed(id: failure?["id"]?.stringValue ?? id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) },
                        reason: failure?["reason"]?.stringValue ?? failure?["error"]?.stringValue ?? "unreadable answer")
     }
@@ -203,23 +215,15 @@ extension RemoteEndpoint {
                 small.append(revision)
             }
         }
-        let revisions = small
-        var body: [UInt8] = []
-        var ids: [String] = []
-        func start() {
-            body.removeAll(keepingCapacity: true)
-            body.append(contentsOf: #"{"new_edits":false,"docs":["#.utf8)
-            ids.removeAll(keepingCapacity: true)
-        }
-        start()
-        for (offset, revision) in revisions.enumerated() {
-            if !ids.isEmpty { body.append(UInt8(ascii: ",")) }
-            revision.json.write(to: &body)
-            ids.append(revision.id)
-            if body.count >= Self.bulkDocsBudget || offset == revisions.count - 1 {
-                body.append(contentsOf: "]}".utf8)
-                failures += try await postBulkDocs(body, ids: ids)
-                start()
+        var batch: [ReplicatedRevision] = []
+        var size = 0
+        for (offset, revision) in small.enumerated() {
+            batch.append(revision)
+            size += revision.json.serializedBytes().count
+            if size >= Self.bulkDocsBudget || offset == small.count - 1 {
+                failures += try await postBulkDocs(batch)
+                batch.removeAll(keepingCapacity: true)
+                size = 0
             }
         }
         return failures
@@ -288,13 +292,24 @@ extension RemoteEndpoint {
     /// The body size at which a `_bulk_docs` request is sent and the next one begun.
     static var bulkDocsBudget: Int { 4 << 20 }
 
-    private func postBulkDocs(_ body: [UInt8], ids: [String]) async throws(EndpointError) -> [WriteFailure] {
+    /// Posts `revisions`; a request too large for the server (413) is split in halves and
+    /// sent again, as CouchDB's replicator does, down to one revision, which the target refuses.
+    private func postBulkDocs(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        var body = Array(#"{"new_edits":false,"docs":["#.utf8)
+        for (offset, revision) in revisions.enumerated() {
+            if offset > 0 { body.append(UInt8(ascii: ",")) }
+            revision.json.write(to: &body)
+        }
+        body.append(contentsOf: "]}".utf8)
         let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_docs", body: body)
         let json = try? JSON(parsing: bytes.readableBytesView)
         if status == 413 {
-            // Too large for this server: the documents fail, the replication goes on.
-            let failure = error(status: status, body: json)
-            return ids.map { WriteFailure(id: $0, error: failure.error, reason: failure.reason) }
+            guard revisions.count > 1 else {
+                let failure = error(status: status, body: json)
+                return [WriteFailure(id: revisions[0].id, error: failure.error, reason: failure.reason)]
+            }
+            let half = revisions.count / 2
+            return try await postBulkDocs(Array(revisions[..<half])) + postBulkDocs(Array(revisions[half...]))
         }
         guard status < 400 else { throw error(status: status, body: json) }
         guard case .array(let results)? = json else { throw .badResponse(displayName, "_bulk_docs answered no array") }

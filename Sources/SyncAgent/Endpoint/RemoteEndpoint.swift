@@ -170,16 +170,24 @@ public final class RemoteEndpoint: Endpoint {
 
     // MARK: HTTP
 
-    /// Sends a request and returns the answer's status, headers and whole body (up to `limit` bytes).
+    /// The largest answer held whole: feeds, diffs and documents without attachments.
+    static var largestAnswer: Int { 64 << 20 }
+    /// The largest answer of revisions with their attachments inline (`_bulk_get`, `open_revs`).
+    static var largestRevisionsAnswer: Int { 1 << 30 }
+
+    /// Sends a request and returns the answer's status, headers and whole body; a remote
+    /// sending more than `limit` bytes is refused (`bad_response`) rather than held.
     func request(
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-        accept: String = "application/json", contentType: String = "application/json", limit: Int = 1 << 30
+        accept: String = "application/json", contentType: String = "application/json", limit: Int = largestAnswer
     ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         let response = try await send(method, path, query: query, body: body, accept: accept, contentType: contentType,
                                       timeout: configuration.requestTimeout)
         do {
             let bytes = try await response.body.collect(upTo: limit)
             return (Int(response.status.code), response.headers, bytes)
+        } catch is NIOTooManyBytesError {
+            throw .badResponse(displayName, "\(method) \(path) answered more than \(limit >> 20) MiB")
         } catch {
             throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(Self.describe(error))")
         }
@@ -218,6 +226,7 @@ public final class RemoteEndpoint: Endpoint {
         do {
             return try await client.execute(request, timeout: .init(timeout))
         } catch {
+            if let reason = ConnectionFailure.describe(error) { throw .cannotConnect(displayName, reason) }
             throw .unreachable(displayName, "\(method) \(path) failed: \(Self.describe(error))")
         }
     }

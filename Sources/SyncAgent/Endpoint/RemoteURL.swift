@@ -18,16 +18,23 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     public let credentials: (user: String, password: String)?
 
     /// Parses `http(s)://[user:password@]host[:port][/prefix]/database`.
+    /// A password holding `/ ? # @` must have them percent-encoded; a URL with an `@`
+    /// outside its user information is refused rather than guessed at.
     public init(_ text: String) throws(EndpointError) {
+        func refuse(_ problem: String) -> EndpointError {
+            EndpointError(status: 400, error: "bad_request", reason: "\(problem): \(Self.redact(text))", endpoint: "replication")
+        }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
-        else { throw EndpointError(status: 400, error: "bad_request", reason: "not an http(s) URL: \(Self.redact(text))", endpoint: "replication") }
+        else { throw refuse("not an http(s) URL (percent-encode / ? # and at signs in a user name or password)") }
+        guard !(components.percentEncodedPath + (components.percentEncodedQuery ?? "") + (components.percentEncodedFragment ?? "")).contains("@")
+        else { throw refuse("an at sign after the host (percent-encode / ? # and at signs in a user name or password)") }
         self.scheme = scheme
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         self.port = components.port ?? (scheme == "https" ? 443 : 80)
         let segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: true)
         guard let last = segments.last, let name = String(last).removingPercentEncoding, !name.isEmpty else {
-            throw EndpointError(status: 400, error: "bad_request", reason: "the URL names no database: \(Self.redact(text))", endpoint: "replication")
+            throw refuse("the URL names no database")
         }
         database = name
         basePath = segments.dropLast().map { "/" + $0 }.joined()
@@ -51,12 +58,19 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     /// The database's URL, without credentials: safe to log.
     public var description: String { serverURL + "/" + PathEncoding.segment(database) }
 
-    /// Text with any `user:password@` of a URL in it replaced by `***@`.
+    /// Text with the user information of URLs in it hidden: from each `://` (or, without one,
+    /// from the start of the word) to the last `@` after it becomes `***`. A password may hold
+    /// `/ ? # @ :` and spaces, so no URL grammar decides where it ends: this hides too much
+    /// rather than too little.
     public static func redact(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
-              !text[scheme.upperBound..<at].contains("/")
-        else { return text }
-        return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+        guard let at = text.lastIndex(of: "@") else { return text }
+        let start: String.Index
+        if let scheme = text[..<at].range(of: "://") {
+            start = scheme.upperBound
+        } else {
+            start = text[..<at].lastIndex(where: { $0.isWhitespace || $0 == "'" || $0 == "\"" }).map(text.index(after:)) ?? text.startIndex
+        }
+        return String(text[..<start]) + "***" + String(text[at...])
     }
 
     /// Same database URL and credentials.

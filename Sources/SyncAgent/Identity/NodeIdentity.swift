@@ -56,6 +56,7 @@ public struct NodeIdentity: Sendable {
         let key: P256.Signing.PrivateKey
         var madeKey = false
         if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {
+            try checkPrivate(keyPath)
             key = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } else {
             key = P256.Signing.PrivateKey()
@@ -93,6 +94,17 @@ public struct NodeIdentity: Sendable {
             if uuid.utf8.count == 32, Hex.bytes(uuid) != nil, uuid == uuid.lowercased() { return uuid }
         }
         return nil
+    }
+
+    /// Refuses a key file that others than its owner may read or write, as ssh does:
+    /// such a key may be known to someone else.
+    static func checkPrivate(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw UnprotectedKeyError(path: path, mode: mode)
+        }
     }
 
     /// A self-signed end-entity certificate for `key` naming `uuid`. It is no
@@ -134,5 +146,18 @@ public struct NodeIdentity: Sendable {
     /// Writes `contents` to a file created with `mode`, replacing any old one atomically.
     private static func write(_ contents: String, to path: String, mode: mode_t) throws {
         try StateFile<Int>.writeAtomically(Data(contents.utf8), to: path, mode: mode)
+    }
+}
+
+/// The node's private key file may be read or written by others than its owner.
+public struct UnprotectedKeyError: Error, CustomStringConvertible {
+    /// The key file.
+    public let path: String
+    /// Its permission bits.
+    public let mode: mode_t
+
+    /// What is wrong and how to fix it, for people.
+    public var description: String {
+        "\(path) is open to others (mode \(String(mode, radix: 8))): make it its owner's only (chmod 600 \(path))"
     }
 }

@@ -17,7 +17,9 @@ struct ChangesRequest: Sendable {
     /// Send a newline (an event for eventsource) this often while idle.
     var heartbeat: Duration?
     /// End a waiting feed after this long without changes.
-    var timeout: Duration = .seconds(60)
+    var timeout = longestWait
+    /// The longest `timeout` and `heartbeat` (CouchDB's default `changes_timeout`).
+    static let longestWait = Duration.seconds(60)
 
     /// Reads the query and, for POST, the body (`doc_ids`, `selector`).
     init(_ exchange: inout Exchange, database: Database, bodyLimit: Int) async throws {
@@ -47,16 +49,17 @@ struct ChangesRequest: Sendable {
             guard style == "all_docs" || style == "main_only" else { throw CouchError.badRequest("Supported `style` values: main_only, all_docs") }
             options.allLeaves = style == "all_docs"
         }
-        if let value = query["heartbeat"] {
-            if value == "true" {
-                heartbeat = .seconds(60)
-            } else if let milliseconds = Int(value), milliseconds > 0 {
-                heartbeat = .milliseconds(max(milliseconds, 10))
-            } else if value != "false" {
+        switch query["heartbeat"] {
+        case nil, "false": break
+        case "true": heartbeat = Self.longestWait
+        case let value?:
+            guard let milliseconds = QueryParameters.count(value), milliseconds > 0 else {
                 throw CouchError.badRequest("Invalid heartbeat value. Expecting a positive integer value or 'true'.")
             }
+            heartbeat = try query.milliseconds("heartbeat", ceiling: Self.longestWait)
         }
-        if let milliseconds = try query.integer("timeout") { timeout = .milliseconds(max(milliseconds, 10)) }
+        // CouchDB caps `timeout` at its `changes_timeout` (60 s).
+        if let wait = try query.milliseconds("timeout", ceiling: Self.longestWait) { timeout = wait }
 
         var body: JSON.Object = [:]
         if exchange.request.method == .post {

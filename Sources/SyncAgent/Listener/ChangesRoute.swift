@@ -14,6 +14,15 @@ extension CouchResponder {
     func changes(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize)
         switch request.feed {
+        case .normal where request.options.selector != nil || request.options.designOnly:
+            // One page of a filtered feed may pass over the whole database: stop when the client goes away.
+            // Watching for that ends the connection after the answer; say so.
+            let body = exchange.request.body
+            var response = Self.streamingJSON { writer in
+                try await body.consumeWithCancellationOnInboundClose { _ in try await Self.writeNormalFeed(db, request, to: &writer) }
+            }
+            response.headers[.connection] = "close"
+            return response
         case .normal:
             return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
         case .longpoll:

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import NIOCore
+import NIOHTTP1
 import Store
 
 /// Answers every request: parses the path into a ``Route``, authenticates
@@ -34,6 +36,12 @@ struct CouchResponder: HTTPResponder {
             response = Self.error(.badRequest("\(error)"))
         } catch let error as HTTPError where error.status == .contentTooLarge {
             response = Self.error(.tooLarge)
+        } catch is NIOTooManyBytesError {
+            response = Self.error(.tooLarge)  // a chunked body past the limit
+        } catch let error as HTTPParserError {
+            // A truncated body or a broken chunk size: the client's fault, not ours.
+            listener.logger.warning("malformed request: \(request.method) \(request.uri.path): \(error)")
+            response = Self.error(.badRequest("Malformed request body: \(error)"))
         } catch let error as HTTPError {
             response = Self.error(CouchError(error.status, "bad_request", error.body ?? error.status.reasonPhrase))
         } catch {

@@ -99,7 +99,8 @@ extension CouchResponder {
         }
         let reader = MultipartReader(boundary: boundary, body: exchange.request.body)
         guard try await reader.nextPart() != nil else { throw CouchError.badRequest("multipart body has no document part") }
-        guard case .object(let object)? = try? JSON(parsing: try await reader.readBody(limit: configuration.maximumRequestSize)) else {
+        let document = try await reader.readBody(limit: configuration.maximumRequestSize)  // 413 beyond the limit
+        guard case .object(let object)? = try? JSON(parsing: document) else {
             throw CouchError.invalidJSON
         }
         let follows = (object["_attachments"]?.objectValue ?? [:]).compactMap { entry in

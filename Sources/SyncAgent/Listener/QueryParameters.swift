@@ -33,13 +33,30 @@ struct QueryParameters: Sendable {
         }
     }
 
-    /// A non-negative integer; 400 otherwise.
+    /// The largest count a request can ask for; larger ones mean as much. Counts
+    /// (`limit`, `skip`, milliseconds) stay this small so sums of them cannot overflow.
+    static let largestCount = 1 << 53
+
+    /// A non-negative integer of decimal digits, at most ``largestCount``; 400 otherwise.
+    /// Every integer of the query is read here.
     func integer(_ name: String) throws(CouchError) -> Int? {
         guard let text = self[name] else { return nil }
-        guard let value = Int(text), value >= 0 else {
+        guard let value = Self.count(text) else {
             throw .badRequest("Invalid value for integer parameter: \"\(name)\"")
         }
         return value
+    }
+
+    /// Milliseconds, at least 10 ms and at most `ceiling` (a request's waits are bounded).
+    func milliseconds(_ name: String, ceiling: Duration) throws(CouchError) -> Duration? {
+        guard let milliseconds = try integer(name) else { return nil }
+        return min(max(.milliseconds(milliseconds), .milliseconds(10)), ceiling)
+    }
+
+    /// Decimal digits as a count, ``largestCount`` when larger; `nil` for anything but digits.
+    static func count(_ text: some StringProtocol) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return min(Int(text) ?? largestCount, largestCount)
     }
 
     /// A JSON-encoded value; 400 when it does not parse.

@@ -84,10 +84,14 @@ final class ReplicationProgress: Sendable {
     /// unreadable) are taken now, when it is done, so that a batch a failed session
     /// left half-way and the next one redoes is counted once.
     func inserted(_ batch: ReplicationBatch, written: Int, refused: Int) {
+        // A revision gone from the source since the diff is neither read nor a failure.
         let unreadable = batch.fetched.reduce(0) { count, revision in
             if case .failed = revision { count + 1 } else { count }
         }
-        let read = batch.fetched.count - unreadable
+        let gone = batch.fetched.reduce(0) { count, revision in
+            if case .missing = revision { count + 1 } else { count }
+        }
+        let read = batch.fetched.count - unreadable - gone
         update { state in
             state.statistics.missingChecked += batch.revisionCount
             state.statistics.missingFound += batch.missing.reduce(0) { $0 + $1.missing.count }
@@ -123,7 +127,8 @@ final class ReplicationProgress: Sendable {
         }
     }
 
-    /// A one-shot replication reached the end of the feed: earlier transient errors no longer matter.
+    /// The replication ended as asked (a one-shot one reached the end of the feed, or it was
+    /// stopped): earlier transient errors no longer matter.
     func finished() {
         update { state in
             state.status.activity = .stopped

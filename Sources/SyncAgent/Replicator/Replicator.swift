@@ -74,7 +74,9 @@ public final class Replicator: Sendable {
             task.withLock { $0 = nil }  // a later start() or run() replicates again
         }
         var failures = 0
+        var attempts = 0
         while !Task.isCancelled {
+            attempts += 1
             progress.set(.active, error: nil)
             let completedBefore = progress.status.completed
             do {
@@ -91,7 +93,10 @@ public final class Replicator: Sendable {
                 let failure = (error as? EndpointError)
                     ?? EndpointError(status: 500, error: "internal_error", reason: String(describing: error), endpoint: "replication")
                 failures = progress.status.completed > completedBefore ? 1 : failures + 1
-                guard failure.isTransient, configuration.continuous || failures < configuration.retry.oneShotAttempts else {
+                // A one-shot replication whose first attempt cannot connect at all fails at once: a person must act.
+                let retries = configuration.continuous || (failures < configuration.retry.oneShotAttempts
+                    && !(attempts == 1 && failure.isConnectFailure))
+                guard failure.isTransient, retries else {
                     logger.error("replication failed", metadata: ["error": "\(failure)"])
                     progress.set(.stopped, error: failure)
                     return progress.status
@@ -102,7 +107,7 @@ public final class Replicator: Sendable {
                 do { try await Task.sleep(for: delay) } catch { break }
             }
         }
-        progress.set(.stopped, error: nil)
+        progress.finished()  // stopped as asked: the errors of an offline spell are over
         return progress.status
     }
 

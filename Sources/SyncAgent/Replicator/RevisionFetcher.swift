@@ -15,14 +15,34 @@ struct RevisionFetcher: Sendable {
         for await var batch in input {
             if !batch.missing.isEmpty {
                 batch.fetched = try await fetch(batch.missing)
+                try await retryFailures(in: &batch)
             }
             for case .failed(let id, let revision, let reason) in batch.fetched {
                 logger.warning("cannot read a revision from the source", metadata: [
                     "doc": "\(id)", "rev": "\(revision?.description ?? "?")", "reason": "\(reason)",
                 ])
             }
+            for case .missing(let id, let revision) in batch.fetched {
+                logger.info("a revision is gone from the source since the diff", metadata: [
+                    "doc": "\(id)", "rev": "\(revision?.description ?? "?")",
+                ])
+            }
             await output.send(batch)
         }
+    }
+
+    /// Reads the revisions that failed once more; one that fails again stops the replication,
+    /// so no checkpoint passes a revision that was neither written nor refused by the target.
+    private func retryFailures(in batch: inout ReplicationBatch) async throws {
+        var failedIDs = Set<String>()
+        for case .failed(let id, _, _) in batch.fetched { failedIDs.insert(id) }
+        guard !failedIDs.isEmpty else { return }
+        let again = try await source.revisions(batch.missing.filter { failedIDs.contains($0.id) })
+        for case .failed(let id, let revision, let reason) in again {
+            throw EndpointError.badResponse(source.displayName,
+                                            "cannot read \(id) \(revision?.description ?? "") from the source: \(reason)")
+        }
+        batch.fetched = batch.fetched.filter { if case .failed = $0 { false } else { true } } + again
     }
 
     /// Reads `missing` in up to `parallelism` requests at once, answers in request order.

@@ -38,6 +38,14 @@ final class RawHTTPConnection {
         guard send(socket, request, request.count, 0) == request.count else { throw TestSupportError("send failed") }
     }
 
+    /// Sends `bytes` as they are (a request written by hand, however broken).
+    func write(_ bytes: [UInt8]) throws {
+        guard send(socket, bytes, bytes.count, 0) == bytes.count else { throw TestSupportError("send failed") }
+    }
+
+    /// Closes the sending side: the server sees the end of the request stream.
+    func finishSending() { _ = shutdown(socket, Int32(SHUT_WR)) }
+
     /// Reads until `condition` holds for the text received so far, or `timeout` passes; returns whether it held.
     func read(until condition: (String) -> Bool, timeout: Duration = .seconds(10)) -> Bool {
         let deadline = ContinuousClock.now + timeout

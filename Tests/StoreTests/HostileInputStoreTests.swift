@@ -1,0 +1,143 @@
+import Foundation
+import XCTest
+
+@testable import Store
+
+/// What an attacker picks reaches the store whole or is refused: ids holding
+/// NUL, sequences beyond SQLite's integers, selector arithmetic at its edges;
+/// and what the store writes is readable by its owner only.
+final class HostileInputStoreTests: DatabaseTestCase {
+    /// CouchDB takes any Unicode id, NUL included; it must not be cut at the NUL.
+    func testIDsHoldingNULAreDocumentsOfTheirOwn() async throws {
+        let victim = try await database.put(["_id": "victim", "v": 1]).revision
+        let impostor = try await database.put(["_id": "victim\u{0}x", "v": 2]).revision
+        XCTAssertEqual(impostor.generation, 1, "a new document, not an edit of \"victim\"")
+        XCTAssertEqual(try database.document(id: "victim").revision, victim)
+        XCTAssertEqual(try database.document(id: "victim\u{0}x").body["v"], 2)
+        _ = try await database.delete(id: "victim\u{0}x", revision: impostor)
+        XCTAssertEqual(try database.document(id: "victim").body["v"], 1)
+        XCTAssertFalse(try database.document(id: "victim").deleted)
+
+        let leading = try await database.put(["_id": "\u{0}x"]).revision
+        XCTAssertEqual(try database.document(id: "\u{0}x").revision, leading)
+        XCTAssertEqual(try database.allDocs(AllDocsOptions()).rows.map(\.id).sorted(), ["\u{0}x", "victim"])
+        XCTAssertEqual(try database.changes(ChangesOptions()).changes.map(\.id).sorted(), ["\u{0}x", "victim", "victim\u{0}x"])
+
+        try await database.putLocal(id: "_local/a\u{0}b", ["v": 1])
+        XCTAssertEqual(try database.localDocument(id: "_local/a\u{0}b").body["v"], 1)
+        await assertRefused("not_found") { try database.localDocument(id: "_local/a") }
+
+        // `couch_doc:validate_docid`: the prefixes alone are not ids.
+        await assertRefused("illegal_docid") { try await database.put(["_id": "_design/"]).result.get() }
+        await assertRefused("illegal_docid") { try await database.put(["_id": "_local/"]).result.get() }
+    }
+
+    /// A `since` beyond `Int64.max` (SQLite's largest integer) lists nothing instead of trapping.
+    func testSequencesBeyondSQLiteIntegersListNothing() async throws {
+        _ = try await database.put(["_id": "a"])
+        for since in [UInt64(Int64.max), UInt64(Int64.max) + 1, .max] {
+            let page = try database.changes(ChangesOptions(since: since))
+            XCTAssertEqual(page.changes.count, 0)
+            XCTAssertEqual(page.pending, 0)
+        }
+    }
+
+    /// `$mod` of `Int.min` by -1 overflows in Swift; CouchDB answers remainder 0.
+    func testModuloAtTheEdgeOfIntegers() throws {
+        let selector = try Selector(json(#"{"n": {"$mod": [-1, 0]}}"#))
+        XCTAssertTrue(selector.matches(json(#"{"n": -9223372036854775808}"#)))
+    }
+
+    /// The data directory, databases with their WAL, and attachments are the owner's only.
+    func testFilesAreTheOwnersOnly() async throws {
+        let path = directory.file("data")
+        let catalog = try Catalog(directory: path)
+        defer { catalog.close() }
+        let db = try catalog.create("private")
+        let staged = try db.stageAttachment(Array("secret".utf8))
+        _ = try await db.put(["_id": "d", "_attachments": ["a.txt": ["follows": true, "content_type": "text/plain"]]],
+                             staged: ["a.txt": staged]).result.get()
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+        }
+        XCTAssertEqual(try mode(path), 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: path)
+        XCTAssertTrue(files.contains("private.sqlite-wal"), "\(files)")
+        for file in files {
+            let full = path + "/" + file
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
+            XCTAssertEqual(try mode(full), isDirectory.boolValue ? 0o700 : 0o600, file)
+        }
+        let attachments = try XCTUnwrap(files.first { $0.hasSuffix(".attachments") })
+        let contents = try FileManager.default.subpathsOfDirectory(atPath: path + "/" + attachments)
+        XCTAssertTrue(contents.contains { !$0.hasPrefix("tmp") }, "\(contents)")
+        for file in contents {
+            var isDirectory: ObjCBool = false
+            let full = path + "/" + attachments + "/" + file
+            _ = FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
+            XCTAssertEqual(try mode(full), isDirectory.boolValue ? 0o700 : 0o600, file)
+        }
+    }
+}
+
+/// A filtered changes read that passes over many rows stops when its task is cancelled.
+final class CancelledScanTests: DatabaseTestCase {
+    func testAFilteredScanStopsWhenItsTaskIsCancelled() async throws {
+        let documents: [JSON] = (0..<3000).map { ["_id": .string("d\($0)"), "n": .number(Double($0))] }
+        _ = try await database.bulkDocs(documents.map { DocumentUpload($0) })
+        var options = ChangesOptions()
+        options.selector = try Selector(json(#"{"n": {"$lt": 0}}"#))
+        XCTAssertEqual(try database.changes(options).changes.count, 0)
+        let database = self.database!
+        let scan = Task {
+            while !Task.isCancelled { await Task.yield() }
+            return try database.changes(options)
+        }
+        scan.cancel()
+        do {
+            _ = try await scan.value
+            XCTFail("a cancelled scan went on to the end")
+        } catch let error as StoreError {
+            XCTAssertEqual(error, .cancelled)
+        }
+    }
+}
+
+/// Every leaf of a document with many conflicts read at once (`open_revs=all`), each with
+/// its own conflict lists (computed once per document: 8,000 leaves took 56 s and ~400 MB).
+final class ManyLeavesTests: DatabaseTestCase {
+    func testEveryLeafReadAtOnceKnowsItsConflicts() async throws {
+        let uploads = (0..<300).map { n in
+            DocumentUpload(["_id": "d", "_rev": .string("1-" + String(format: "%032x", n)), "n": .number(Double(n))])
+        }
+        _ = try await database.bulkDocs(uploads, newEdits: false)
+        let answers = try database.openRevisions(id: "d", revisions: nil)
+        XCTAssertEqual(answers.count, 300)
+        guard case .found(let best)? = answers.first, case .found(let other)? = answers.last else { return XCTFail("\(answers)") }
+        XCTAssertEqual(best.conflicts.count, 299)
+        XCTAssertFalse(best.conflicts.contains(best.revision))
+        XCTAssertEqual(other.conflicts.count, 298, "the others but the winner and itself")
+        XCTAssertFalse(other.conflicts.contains(other.revision))
+    }
+
+    /// Beyond `maximumLeaves`, a revision that adds a leaf is refused with 413; one that edits
+    /// an existing leaf is still taken.
+    func testLeavesBeyondTheLimitAreRefused() async throws {
+        var options = Database.Options()
+        options.maximumLeaves = 50
+        let limited = try Database.open(path: directory.file("limited.sqlite"), name: "limited", options: options)
+        defer { limited.close() }
+        let uploads = (0..<51).map { n in
+            DocumentUpload(["_id": "d", "_rev": .string("1-" + String(format: "%032x", n))])
+        }
+        let results = try await limited.bulkDocs(uploads, newEdits: false)
+        XCTAssertEqual(results.filter { (try? $0.result.get()) != nil }.count, 50)
+        guard case .failure(let refused) = results[50].result else { return XCTFail("the 51st leaf was taken") }
+        XCTAssertEqual(refused.kind, .tooLarge)
+        let leaf = RevisionID("1-" + String(format: "%032x", 7))!
+        let edit = try await limited.put(["_id": "d", "_rev": .string(leaf.description), "v": 2])
+        XCTAssertNoThrow(try edit.result.get())
+        XCTAssertEqual(try limited.openRevisions(id: "d", revisions: nil).count, 50)
+    }
+}

@@ -1,0 +1,147 @@
+import AsyncHTTPClient
+import Foundation
+import Store
+import XCTest
+
+@testable import SyncAgent
+
+/// Requests an attacker or a broken client sends get CouchDB's error answers,
+/// never a crash, a 500 or a document cut short.
+final class HostileInputTests: XCTestCase {
+    /// Numbers past every integer type: read, checked, and bounded, never trapped on.
+    func testHugeNumbersInTheQueryAreCheckedNotTrapped() async throws {
+        let server = try await startListener()
+        let db = server.url + "/db"
+        try await assertEqual(try await HTTP.json(.PUT, db).status, 201)
+        try await assertEqual(try await HTTP.json(.PUT, db + "/a", ["v": 1]).status, 201)
+
+        for since in ["9223372036854775808", "18446744073709551615", "9223372036854775808-opaque"] {
+            let answer = try await HTTP.json(.GET, db + "/_changes?since=" + since)
+            XCTAssertEqual(answer.status, 200, since)
+            XCTAssertEqual(answer.json["results"]?.arrayValue?.count, 0, since)
+        }
+        try await assertEqual(try await HTTP.json(.GET, db + "/_changes?since=99999999999999999999999").status, 400)
+        for query in ["limit=99999999999999999999", "limit=9223372036854775807", "heartbeat=99999999999999999999&feed=continuous&limit=1",
+                      "timeout=9223372036854775807&feed=longpoll", "feed=continuous&timeout=99999999999999999999&limit=1"] {
+            let answer: HTTPAnswer
+            do { answer = try await HTTP.request(.GET, db + "/_changes?" + query) } catch { XCTFail("\(query): \(error)"); continue }
+            XCTAssertEqual(answer.status, 200, query)
+            XCTAssertTrue(answer.text.contains(#""id":"a""#), query)
+        }
+        for query in ["limit=-1", "limit=1e3", "heartbeat=-5", "timeout=x"] {
+            try await assertEqual(try await HTTP.json(.GET, db + "/_changes?" + query).status, 400, query)
+        }
+        for query in ["skip=9223372036854775807&startkey=%22a%22", "skip=99999999999999999999&limit=99999999999999999999"] {
+            let answer = try await HTTP.json(.GET, db + "/_all_docs?" + query)
+            XCTAssertEqual(answer.status, 200, query)
+            XCTAssertEqual(answer.json["rows"]?.arrayValue?.count, 0, query)
+        }
+        let selector: JSON = ["selector": ["n": ["$mod": [-1, 0]]]]
+        try await assertEqual(try await HTTP.json(.PUT, db + "/edge", ["n": .number(-0x1p63)]).status, 201)
+        let modulo = try await HTTP.json(.POST, db + "/_changes?filter=_selector", selector)
+        XCTAssertEqual(modulo.json["results"]?.arrayValue?.map { $0["id"] }, ["edge"])
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/").status, 200)
+    }
+
+    /// A remote's sequences and counts are only ever numbers within range.
+    func testAPeersNumbersAreCheckedNotTrapped() {
+        XCTAssertNil(ChangeSequence(.number(1e300)).localNumber)
+        XCTAssertNil(ChangeSequence(.number(-1)).localNumber)
+        XCTAssertEqual(ChangeSequence(.number(42)).localNumber, 42)
+        XCTAssertNil(JSON.number(9.2e18).countValue)
+        XCTAssertEqual(JSON.number(12).countValue, 12)
+    }
+
+    /// `victim\0x` is its own document, over HTTP as in the store.
+    func testAnIDHoldingNULDoesNotReachAnotherDocument() async throws {
+        let server = try await startListener()
+        let db = server.url + "/db"
+        try await assertEqual(try await HTTP.json(.PUT, db).status, 201)
+        let victim = try await HTTP.json(.PUT, db + "/victim", ["owner": "alice"])
+        XCTAssertEqual(victim.status, 201)
+        let put = try await HTTP.json(.PUT, db + "/victim%00x", ["owner": "mallory"])
+        XCTAssertEqual(put.status, 201)
+        XCTAssertEqual(put.json["id"], "victim\u{0}x")
+        let bulk = try await HTTP.json(.POST, db + "/_bulk_docs", ["docs": [["_id": "victim\u{0}y", "_deleted": true]]])
+        XCTAssertEqual(bulk.status, 201)
+        let read = try await HTTP.json(.GET, db + "/victim")
+        XCTAssertEqual(read.json["owner"], "alice")
+        XCTAssertEqual(read.json["_rev"], victim.json["rev"])
+        try await assertEqual(try await HTTP.json(.PUT, db + "/_design%2F", ["v": 1]).status, 400)
+    }
+
+    /// Bodies that are too large, cut short or badly chunked: 413 and 400 with CouchDB's JSON, never 500.
+    func testBrokenBodiesGetCouchDBErrors() async throws {
+        let server = try await startListener { $0.maximumRequestSize = 1024 }
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        func exchange(_ request: String, thenClose: Bool = false) throws -> String {
+            let connection = try RawHTTPConnection(url: server.url)
+            defer { connection.close() }
+            try connection.write(Array(request.utf8))
+            if thenClose { connection.finishSending() }
+            _ = connection.read(until: { $0.contains("}\n") || $0.contains("\r\n\r\n") && $0.contains("Content-Length: 0") })
+            return connection.text
+        }
+        let head = "POST /db/_bulk_docs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        let big = #"{"docs":[{"x":""# + String(repeating: "y", count: 4096) + #""}]}"#
+        let chunked = head + "Transfer-Encoding: chunked\r\n\r\n" + String(big.utf8.count, radix: 16) + "\r\n" + big + "\r\n0\r\n\r\n"
+        let tooLarge = try exchange(chunked)
+        XCTAssertTrue(tooLarge.hasPrefix("HTTP/1.1 413"), tooLarge)
+        XCTAssertTrue(tooLarge.contains(#""error":"too_large""#), tooLarge)
+
+        let badChunk = try exchange(head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+        XCTAssertTrue(badChunk.hasPrefix("HTTP/1.1 400"), badChunk)
+        XCTAssertTrue(badChunk.contains(#""error":"bad_request""#), badChunk)
+
+        let truncated = try exchange(head + "Content-Length: 100\r\n\r\n{\"docs\":[", thenClose: true)
+        XCTAssertTrue(truncated.hasPrefix("HTTP/1.1 400"), truncated)
+        XCTAssertTrue(truncated.contains(#""error":"bad_request""#), truncated)
+
+        let boundary = "abc123"
+        let multipart = "--\(boundary)\r\nContent-Type: application/json\r\n\r\n" + big + "\r\n--\(boundary)--"
+        let answer = try await HTTP.request(.PUT, server.url + "/db/doc", body: Array(multipart.utf8),
+                                            headers: [("Content-Type", "multipart/related; boundary=\"\(boundary)\"")])
+        XCTAssertEqual(answer.status, 413, answer.text)
+        XCTAssertEqual(answer.json["error"], "too_large")
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db").status, 200)
+    }
+
+    /// SIGTERM stops `syncd serve` although a client asked for a large answer and never reads it
+    /// (the server's writes wait on it for ever) and another waits on a longpoll feed.
+    func testSIGTERMStopsServeWhateverRequestsRun() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-serve-sigterm")
+        defer { directory.remove() }
+        let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        let filler = String(repeating: "x", count: 1000)
+        for batch in 0..<20 {
+            let docs: [JSON] = (0..<1000).map { ["_id": .string("d\(batch)-\($0)"), "filler": .string(filler)] }
+            try await assertEqual(try await HTTP.json(.POST, server.url + "/db/_bulk_docs", ["docs": .array(docs)]).status, 201)
+        }
+        let stalled = try RawHTTPConnection(url: server.url)
+        defer { stalled.close() }
+        try stalled.get("/db/_all_docs?include_docs=true")  // 20 MB that nobody reads
+        let waiting = try RawHTTPConnection(url: server.url)
+        defer { waiting.close() }
+        try waiting.get("/db/_changes?feed=longpoll&since=now&timeout=60000")
+        try await Task.sleep(for: .seconds(1))
+        let status = await server.stop()
+        XCTAssertNotEqual(status, -1, "still running 20 s after SIGTERM")
+    }
+
+    /// The key file is checked on load: one others may read is refused; the directory made is the owner's.
+    func testTheKeyFileMustBeTheOwnersOnly() throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-identity-mode")
+        defer { directory.remove() }
+        let path = directory.path + "/node"
+        _ = try NodeIdentity.loadOrCreate(in: path)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int, 0o700)
+        let key = path + "/" + NodeIdentity.keyFile
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int, 0o600)
+        _ = try NodeIdentity.loadOrCreate(in: path)
+        chmod(key, 0o644)
+        XCTAssertThrowsError(try NodeIdentity.loadOrCreate(in: path)) { error in
+            XCTAssertTrue("\(error)".contains("chmod 600"), "\(error)")
+        }
+    }
+}

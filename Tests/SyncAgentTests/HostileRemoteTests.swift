@@ -1,0 +1,170 @@
+import Foundation
+import Store
+import SyncAgent
+import XCTest
+
+/// A remote that answers wrongly gets the replication stopped with a clear error:
+/// never a loop for ever, unbounded memory, or documents it was not asked for.
+final class HostileRemoteTests: XCTestCase {
+    private func remote(_ answer: @escaping @Sendable (String, String, [UInt8]) -> (Int, String)) throws -> (HostileRemote, RemoteEndpoint) {
+        let server = try HostileRemote { method, target, body in
+            let (status, text) = answer(method, target, body)
+            return (status, Array(text.utf8))
+        }
+        let endpoint = try RemoteEndpoint(url: server.url + "/db")
+        addTeardownBlock {
+            await endpoint.shutdown()
+            server.stop()
+        }
+        return (server, endpoint)
+    }
+
+    /// Reads the feed, giving up (as a failure of the test) after 50 batches.
+    private func readFeed(_ endpoint: RemoteEndpoint, continuous: Bool = false) async -> Error? {
+        let batches = BatchCount()
+        do {
+            try await endpoint.changes(ChangeFeedRequest(since: .zero, continuous: continuous, batchSize: 2, filter: nil)) { _ in
+                if batches.next() > 50 { throw TestSupportError("still reading after 50 batches") }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func testAFeedThatNeverAdvancesIsRefused() async throws {
+        let (_, endpoint) = try remote { _, _, _ in
+            (200, #"{"results":[{"seq":5,"id":"a","changes":[{"rev":"1-a"}]},{"seq":5,"id":"b","changes":[{"rev":"1-b"}]}],"last_seq":5,"pending":3}"#)
+        }
+        let error = await readFeed(endpoint)
+        XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    func testLocalDocumentsInAFeedAreRefused() async throws {
+        let (_, endpoint) = try remote { _, _, _ in
+            (200, #"{"results":[{"seq":1,"id":"_local/checkpoint","changes":[{"rev":"1-a"}]}],"last_seq":1,"pending":0}"#)
+        }
+        let error = await readFeed(endpoint)
+        XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    func testAContinuousLineWithoutEndIsRefused() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            if target.contains("feed=continuous") { return (200, "{\"seq\":1,\"id\":\"" + String(repeating: "x", count: 17 << 20)) }
+            return (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let error = await readFeed(endpoint, continuous: true)
+        XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    func testAnAnswerTooLargeToHoldIsRefused() async throws {
+        let (_, endpoint) = try remote { _, _, _ in
+            (200, #"{"results":[],"padding":""# + String(repeating: " ", count: 65 << 20) + #"","last_seq":0}"#)
+        }
+        let error = await readFeed(endpoint)
+        XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    /// A continuous feed the server ends without its last_seq is a broken connection (retried
+    /// after a backoff), not a feed to reopen at once, for ever.
+    func testAContinuousFeedCutShortIsAnErrorNotALoop() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            target.contains("feed=continuous") ? (200, "") : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let error = await readFeed(endpoint, continuous: true)
+        XCTAssertEqual((error as? EndpointError)?.status, 0, "\(String(describing: error))")
+    }
+
+    func testBulkGetAnswersAreMatchedToTheQuestions() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }
+            return (200, #"{"results":[{"id":"a","docs":[{"ok":{"_id":"a","_rev":"1-a"}}]},{"id":"_local/x","docs":[{"ok":{"_id":"_local/x","_rev":"1-x"}}]}]}"#)
+        }
+        do {
+            let fetched = try await endpoint.revisions([MissingRevisions(id: "a", missing: [RevisionID("1-a")!])])
+            XCTFail("accepted \(fetched)")
+        } catch {
+            XCTAssertEqual(error.error, "bad_response", "\(error)")
+        }
+    }
+
+    func testARevisionOfAnotherDocumentIsNotTakenForTheOneAsked() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }
+            return (200, #"{"results":[{"id":"a","docs":[{"ok":{"_id":"victim","_rev":"1-a","x":1}}]}]}"#)
+        }
+        let fetched = try await endpoint.revisions([MissingRevisions(id: "a", missing: [RevisionID("1-a")!])])
+        XCTAssertEqual(fetched.count, 1)
+        guard case .failed(let id, _, _)? = fetched.first else { return XCTFail("took \(fetched)") }
+        XCTAssertEqual(id, "a")
+    }
+
+    /// A 413 from the target splits the request (as CouchDB's replicator does) until each
+    /// revision goes alone; only one too large by itself is refused.
+    func testATooLargeBatchIsSplitNotFailed() async throws {
+        let posted = PostedIDs()
+        let (_, endpoint) = try remote { _, target, body in
+            guard target.contains("_bulk_docs") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }
+            if body.count > 3000 { return (413, #"{"error":"too_large","reason":"the request entity is too large"}"#) }
+            let docs = (try? JSON(parsing: body))?["docs"]?.arrayValue ?? []
+            let ids = docs.compactMap { $0["_id"]?.stringValue }
+            posted.add(ids)
+            return (201, JSON.array(ids.map { ["ok": true, "id": .string($0), "rev": "1-a"] }).serialized())
+        }
+        let filler = String(repeating: "x", count: 1000)
+        var revisions = (0..<8).map { ReplicatedRevision(id: "d\($0)", revision: RevisionID("1-a")!, json: ["_id": .string("d\($0)"), "_rev": "1-a", "f": .string(filler)]) }
+        revisions.append(ReplicatedRevision(id: "big", revision: RevisionID("1-a")!, json: ["_id": "big", "_rev": "1-a", "f": .string(filler + filler + filler + filler)]))
+        let failures = try await endpoint.write(revisions)
+        XCTAssertEqual(failures.map(\.id), ["big"])
+        XCTAssertEqual(failures.first?.error, "too_large")
+        XCTAssertEqual(posted.ids.sorted(), (0..<8).map { "d\($0)" })
+    }
+
+    /// A revision the source cannot give stops the replication before its checkpoint passes it.
+    func testAFetchFailureIsNeverCheckpointedPast() async throws {
+        let (_, source) = try remote { method, target, body in
+            if target.hasPrefix("/db/_local/") { return method == "GET" ? (404, #"{"error":"not_found","reason":"missing"}"#) : (201, #"{"ok":true,"rev":"0-1"}"#) }
+            if target.hasPrefix("/db/_changes") {
+                return (200, #"{"results":[{"seq":1,"id":"a","changes":[{"rev":"1-a"}]},{"seq":2,"id":"b","changes":[{"rev":"1-b"}]}],"last_seq":2,"pending":0}"#)
+            }
+            if target.hasPrefix("/db/_bulk_get") {
+                let asked = ((try? JSON(parsing: body))?["docs"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+                let results = asked.map { id in
+                    id == "a" ? #"{"id":"a","docs":[{"ok":{"_id":"a","_rev":"1-a","_revisions":{"start":1,"ids":["a"]}}}]}"#
+                        : #"{"id":"b","docs":[{"error":{"id":"b","rev":"1-b","error":"internal_server_error","reason":"disk read failed"}}]}"#
+                }
+                return (200, #"{"results":["# + results.joined(separator: ",") + "]}")
+            }
+            if target == "/db/" || target == "/db" { return (200, #"{"db_name":"db","uuid":"hostile-source","update_seq":2}"#) }
+            return (404, #"{"error":"not_found","reason":"missing"}"#)
+        }
+        let directory = try TemporaryDirectory(prefix: "syncd-fetch-failure")
+        let catalog = try Catalog(directory: directory.path)
+        addTeardownBlock {
+            catalog.close()
+            directory.remove()
+        }
+        var configuration = ReplicationConfiguration(source: source, target: LocalEndpoint(try catalog.create("copy")))
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 2)
+        let status = await Replicator(configuration).run()
+        XCTAssertNotNil(status.lastError)
+        XCTAssertTrue(status.lastError?.reason.contains("disk read failed") == true, "\(String(describing: status.lastError))")
+        XCTAssertNotEqual(status.checkpointedSequence, ChangeSequence(.number(2)))
+        XCTAssertNotEqual(status.checkpointedSequence, ChangeSequence(.string("2")))
+    }
+}
+
+/// The ids a fake target was sent.
+private final class PostedIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ ids: [String]) { lock.withLock { list += ids } }
+    var ids: [String] { lock.withLock { list } }
+}
+
+/// Counts the batches a feed delivered.
+private final class BatchCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
+}
