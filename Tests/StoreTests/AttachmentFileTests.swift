@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import Store
 
@@ -31,13 +32,16 @@ final class AttachmentFileTests: DatabaseTestCase {
         }
         let writers = 4, perWriter = 250
         let database = self.database!
+        final class Rounds: Sendable {
+            let finished = Atomic<Int>(0)
+        }
+        let rounds = Rounds()
         let compacting = Task {
-            var rounds = 0
             while !Task.isCancelled {
                 try await database.compact()
-                rounds += 1
+                rounds.finished.add(1, ordering: .relaxed)
             }
-            return rounds
+            return rounds.finished.load(ordering: .relaxed)
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
@@ -45,6 +49,14 @@ final class AttachmentFileTests: DatabaseTestCase {
                     // Content is staged while other writers' documents are being written, then
                     // written in a batch: inline (staged during the write's checks) or staged before.
                     for batch in stride(from: 0, to: perWriter, by: 25) {
+                        // The last batches wait for two whole compactions, so however fast the
+                        // writes run, compaction has run beside them.
+                        if batch + 25 >= perWriter {
+                            let deadline = ContinuousClock.now + .seconds(60)
+                            while rounds.finished.load(ordering: .relaxed) < 2 && ContinuousClock.now < deadline {
+                                try await Task.sleep(for: .milliseconds(10))
+                            }
+                        }
                         var uploads: [DocumentUpload] = []
                         for index in batch..<batch + 25 {
                             let content = "content of \(writer)-\(index)"
@@ -63,8 +75,8 @@ final class AttachmentFileTests: DatabaseTestCase {
             try await group.waitForAll()
         }
         compacting.cancel()
-        let rounds = try await compacting.value
-        XCTAssertGreaterThan(rounds, 1)
+        let finished = try await compacting.value
+        XCTAssertGreaterThan(finished, 1)
         try await database.compact()
         var unreadable: [String] = []
         for writer in 0..<writers {

@@ -67,6 +67,31 @@ final class PairCommandTests: XCTestCase {
         XCTAssertEqual(try SyncdCommand.run(["--version"]).output, "\(SyncdVersion.current)\n")
     }
 
+    /// With `syncd serve --tls` running on the data directory, `syncd pair` leaves
+    /// the serving to it: the invitation goes to the directory, and the running
+    /// listener accepts it.
+    func testPairingThroughARunningListener() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-pair-serve")
+        defer { directory.remove() }
+        let (a, b) = (directory.path + "/a", directory.path + "/b")
+        let serve = try await ServeProcess.start(["--data", a, "--port", "0", "--tls"])
+        let port = try XCTUnwrap(URLComponents(string: serve.url)?.port)
+        let id = try SyncdCommand.run(["id", "--data", a]).output
+        XCTAssertTrue(id.contains("URLs    https://127.0.0.1:\(port)"), id)
+        let invite = try SyncdRun(["pair", "--data", a, "--address", "127.0.0.1", "--database", "notes"], in: directory.path)
+        let printed = await invite.waitForOutput("expires in 10m")
+        XCTAssertTrue(printed, invite.output + invite.errors)
+        let url = try XCTUnwrap(invite.output.split(separator: "\n").first { $0.hasPrefix("https://") }.map(String.init))
+        XCTAssertTrue(url.hasPrefix("https://127.0.0.1:\(port)/notes#"), url)
+        let join = try SyncdCommand.run(["pair", url, "--data", b])
+        XCTAssertEqual(join.status, 0, join.error)
+        let inviteStatus = await invite.finish()
+        XCTAssertEqual(inviteStatus, 0, invite.errors)
+        XCTAssertTrue(invite.output.contains("paired with "), invite.output)
+        let stopped = await serve.stop()
+        XCTAssertEqual(stopped, 0)
+    }
+
     /// The value after `name` in `syncd id`'s output.
     static func field(_ name: String, in text: String) -> String? {
         text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count)).trimmingCharacters(in: .whitespaces) }

@@ -117,10 +117,14 @@ extension JSON {
         }
     }
 
-    /// The number as an integer, if it is one with no fraction.
+    /// The number as an integer, if it is one with no fraction that fits an `Int`
+    /// (a big integer's exact digits included).
     public var intValue: Int? {
-        if case .number(let value) = self, let int = Int(exactly: value) { return int }
-        return nil
+        switch self {
+        case .number(let value): Int(exactly: value)
+        case .bigInteger(let text): Int(text)
+        default: nil
+        }
     }
 
     /// The number as a count, if it is a whole number from 0 to 2^53 (the integers
