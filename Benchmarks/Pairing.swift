@@ -27,7 +27,7 @@ func runPairingBenchmarks(arguments: [String]) async throws {
         let b = try await BenchNode.start(directory: folder + "/p\(run)b", tls: true, logger: logger)
         _ = try a.listener.catalog.openOrCreate("notes")
         let (_, secret) = try a.listener.invitations.create(databases: ["notes"], lifetime: .seconds(600))
-        let url = InvitationURL(host: "127.0.0.1", port: a.port, database: "notes", uuid: a.listener.identity.uuid,
+        let url = InvitationURL(host: "127.0.0.1", port: a.port, databases: ["notes"], uuid: a.listener.identity.uuid,
                                 id: a.listener.identity.id, secret: secret)
         let client = PairingClient(identity: b.listener.identity, name: "b", port: b.port, peers: b.listener.peers)
         let start = now()

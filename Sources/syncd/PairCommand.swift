@@ -139,7 +139,7 @@ struct PairCommand: AsyncParsableCommand {
         }
         let store = InvitationStore(directory: data.path)
         let (invitation, secret) = try store.create(databases: shared, lifetime: Self.duration(expires)!)
-        let url = InvitationURL(host: host, port: port, database: shared[0], uuid: identity.uuid, id: identity.id, secret: secret)
+        let url = InvitationURL(host: host, port: port, databases: shared, uuid: identity.uuid, id: identity.id, secret: secret)
         if json {
             let object: JSON = [
                 "url": .string(url.description), "uuid": .string(identity.uuid), "id": .string(identity.id.description),
@@ -158,8 +158,8 @@ struct PairCommand: AsyncParsableCommand {
                 """)
         }
         fflush(nil)
-        // Ctrl-C (or SIGTERM) cancels the invitation before the command ends.
-        let interrupts = [Int32(SIGINT), Int32(SIGTERM)].map { (number: Int32) -> any DispatchSourceSignal in
+        // Ctrl-C, SIGTERM or a closed terminal (SIGHUP) cancels the invitation before the command ends.
+        let interrupts = [Int32(SIGINT), Int32(SIGTERM), Int32(SIGHUP)].map { (number: Int32) -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
@@ -170,7 +170,10 @@ struct PairCommand: AsyncParsableCommand {
             source.resume()
             return source
         }
-        defer { interrupts.forEach { $0.cancel() } }
+        defer {
+            interrupts.forEach { $0.cancel() }
+            for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
+        }
         let outcome = await InvitationWatch.wait(for: invitation.handle, in: store)
         switch outcome {
         case .spent(let uuid):

@@ -45,6 +45,9 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(name: .customLong("fingerprint"), help: "Trust an HTTPS side only if its certificate has this SHA-256 fingerprint.")
     var fingerprint: String?
 
+    @Option(name: .customLong("peer"), help: "A paired peer's ID (or name): trust its certificate alone, key the checkpoints by its UUID, and authenticate with this node's certificate (mutual TLS, no password).")
+    var peer: String?
+
     @Option(name: .customLong("peer-uuid"), help: "The remote node's UUID, when known (discovery, pairing): keys the checkpoints once the server's GET / uuid matches it.")
     var peerUUID: String?
 
@@ -67,6 +70,12 @@ struct ReplicateCommand: AsyncParsableCommand {
             }
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        if peer != nil {
+            guard [source, target].contains(where: { $0.lowercased().hasPrefix("https://") }) else {
+                throw ValidationError("--peer needs the peer's https URL as source or target")
+            }
+            guard fingerprint == nil, peerUUID == nil else { throw ValidationError("--peer already gives the fingerprint and UUID") }
+        }
         for side in [source, target] where !Self.isURL(side) && !Catalog.isValidName(side) {
             throw ValidationError("'\(RemoteURL.redact(side))' is neither an http(s) URL nor a valid database name")
         }
@@ -78,10 +87,20 @@ struct ReplicateCommand: AsyncParsableCommand {
         var catalog: Catalog?
         var remotes: [RemoteEndpoint] = []
         defer { catalog?.close() }
+        var paired: (peer: PairedPeer, identity: NodeIdentity)?
+        if let peer {
+            let found = try PeerStore(directory: data.path).find(peer)
+            guard found.count == 1 else {
+                throw Self.failure(found.isEmpty ? "no paired peer matches \(peer) (see syncd peers)" : "\(peer) matches \(found.count) peers; give more of the ID")
+            }
+            paired = (found[0], try NodeIdentity.loadOrCreate(in: data.path))
+        }
         func endpoint(_ side: String, isTarget: Bool) throws -> any Endpoint {
             if Self.isURL(side) {
-                let trust: PeerTrust = fingerprint.map { .fingerprint($0) } ?? .system
-                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(side), trust: trust, peerUUID: peerUUID), logger: logger)
+                let trust: PeerTrust = (paired?.peer.id.fingerprint ?? fingerprint).map { .fingerprint($0) } ?? .system
+                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(
+                    url: try RemoteURL(side), trust: trust, peerUUID: paired?.peer.uuid ?? peerUUID,
+                    clientIdentity: paired?.identity), logger: logger)
                 remotes.append(remote)
                 return remote
             }

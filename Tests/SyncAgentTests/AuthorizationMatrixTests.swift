@@ -63,7 +63,12 @@ final class AuthorizationMatrixTests: XCTestCase {
             (.POST, "/shared/_bulk_docs", replicated, [401, 201, 201, 201, 403]),
             (.POST, "/shared/_bulk_docs", ["docs": [["_id": "new"]]], [401, 201, 201, 403, 403]),
             (.POST, "/shared/_ensure_full_commit", [:], [401, 201, 201, 201, 403]),
+            (.POST, "/shared/_bulk_docs", ["new_edits": false, "docs": [["_id": "_local/other", "_rev": "0-1"]]], [401, 201, 201, 403, 403]),
+            (.POST, "/shared/_bulk_docs", ["docs": [["_id": "_design/y-{who}"]]], [401, 403, 201, 403, 403]),
+            (.POST, "/shared", ["_id": "_design/z-{who}"], [401, 403, 201, 403, 403]),
+            (.POST, "/shared/_index", [:], [401, 403, 400, 403, 403]),
             (.GET, "/shared/_security", nil, [401, 200, 200, 200, 403]),
+            (.PUT, "/shared/_security", ["members": ["names": "member"]], [401, 403, 400, 403, 403]),
             (.PUT, "/shared/_security", ["members": ["names": ["member"]]], [401, 403, 200, 403, 403]),
             (.POST, "/shared/_compact", [:], [401, 403, 202, 403, 403]),
             (.PUT, "/shared/_revs_limit", 100, [401, 403, 200, 403, 403]),
@@ -77,10 +82,14 @@ final class AuthorizationMatrixTests: XCTestCase {
                 if status != expected[index] { mismatches.append("\(method) \(path) as \(who): \(status), expected \(expected[index])") }
             }
         }
+        XCTAssertEqual(mismatches, [])
+        // A database without a security object answers CouchDB 3's admin-only one.
+        let defaultSecurity = try await HTTP.json(.GET, a.anonymousURL + "/private/_security",
+                                                  headers: [HTTP.basic(TestListener.adminName, TestListener.adminPassword)], client: plain.client)
+        XCTAssertEqual(defaultSecurity.json, ["admins": ["roles": ["_admin"]], "members": ["roles": ["_admin"]]])
         await plain.shutdown()
         await asPeer.shutdown()
         await asStranger.shutdown()
-        XCTAssertEqual(mismatches, [])
     }
 
     /// A peer reads and writes only the local documents it wrote itself.

@@ -1,4 +1,5 @@
 @testable import Discovery
+import Store
 import SyncAgent
 import Foundation
 import XCTest
@@ -88,6 +89,24 @@ final class PairCommandTests: XCTestCase {
         let inviteStatus = await invite.finish()
         XCTAssertEqual(inviteStatus, 0, invite.errors)
         XCTAssertTrue(invite.output.contains("paired with "), invite.output)
+
+        // B replicates with A as a peer: its certificate, no password, both ways.
+        do {
+            let catalog = try Catalog(directory: b)
+            let notes = try catalog.openOrCreate("notes")
+            for n in 0..<3 { _ = try await notes.put(["_id": .string("b\(n)")]) }
+            catalog.close()
+        }
+        let aID = try XCTUnwrap(Self.field("ID", in: id))
+        let push = try SyncdCommand.run(["replicate", "notes", url.components(separatedBy: "#")[0], "--peer", aID, "--data", b])
+        XCTAssertEqual(push.status, 0, push.output + push.error)
+        XCTAssertEqual(push.output.split(separator: "\n").last, "stopped: 3/3 changes, read 3, written 3")
+        let pull = try SyncdCommand.run(["replicate", url.components(separatedBy: "#")[0], "copy", "--peer", aID, "--data", b])
+        XCTAssertEqual(pull.status, 0, pull.output + pull.error)
+        XCTAssertEqual(pull.output.split(separator: "\n").last, "stopped: 3/3 changes, read 3, written 3")
+        let anonymous = try SyncdCommand.run(["replicate", url.components(separatedBy: "#")[0], "copy2",
+                                              "--fingerprint", aID, "--data", b])
+        XCTAssertNotEqual(anonymous.status, 0, "without its certificate, B is anonymous and refused")
         let stopped = await serve.stop()
         XCTAssertEqual(stopped, 0)
     }

@@ -152,6 +152,30 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(revoked.json["reason"]?.stringValue, "Node \(b.listener.identity.id.short) is not paired with this node.")
     }
 
+    /// A certificate names whatever UUID its maker chose: a node claiming the
+    /// UUID of a paired peer with another key is refused, and the peer stays.
+    func testAUUIDPairedOnceIsNotTakenOverByAnotherCertificate() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        _ = try await b.join(try a.invite(["private"]))
+        let impostorDirectory = try TemporaryDirectory()
+        defer { impostorDirectory.remove() }
+        try (b.listener.identity.uuid + "\n").write(toFile: impostorDirectory.path + "/node-uuid", atomically: true, encoding: .utf8)
+        let impostor = try await startListener(directory: impostorDirectory.path) { $0.tls = true }
+        XCTAssertEqual(impostor.listener.identity.uuid, b.listener.identity.uuid)
+        XCTAssertNotEqual(impostor.listener.identity.id, b.listener.identity.id)
+        let invitation = try a.invite(["public"])
+        do {
+            _ = try await impostor.join(invitation)
+            XCTFail("a paired UUID must not be claimed by another certificate")
+        } catch {
+            XCTAssertEqual(error, .invitationRefused("node UUID \(b.listener.identity.uuid) is already paired with another ID"))
+        }
+        let peers = try a.listener.peers.all()
+        XCTAssertEqual(peers.map(\.id), [b.listener.identity.id])
+        XCTAssertEqual(peers.first?.databases, ["private"])
+    }
+
     func testNodeIDsAndInvitationURLsRoundTrip() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -165,10 +189,10 @@ final class PairingTests: XCTestCase {
         XCTAssertNil(NodeID("not-an-id"))
         XCTAssertEqual(NodeIdentity.uuid(inCertificateDER: identity.certificateDER), identity.uuid)
 
-        let url = InvitationURL(host: "192.168.1.20", port: 5984, database: "my notes", uuid: identity.uuid, id: id, secret: "abc234")
+        let url = InvitationURL(host: "192.168.1.20", port: 5984, databases: ["my notes"], uuid: identity.uuid, id: id, secret: "abc234")
         XCTAssertEqual(try InvitationURL(url.description), url)
         XCTAssertTrue(url.description.hasPrefix("https://192.168.1.20:5984/my%20notes#uuid="))
-        XCTAssertEqual(try InvitationURL(InvitationURL(host: "fd00::1", port: 1, database: "d", uuid: identity.uuid, id: id, secret: "s").description).host, "fd00::1")
+        XCTAssertEqual(try InvitationURL(InvitationURL(host: "fd00::1", port: 1, databases: ["d", "e,f"], uuid: identity.uuid, id: id, secret: "s").description).databases, ["d", "e,f"])
         XCTAssertThrowsError(try InvitationURL("http://192.168.1.20:5984/notes"))
         XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&secret=x"))
     }

@@ -92,16 +92,12 @@ extension Listener {
         guard let security else { return .none }
         let names = principal.name.map { [$0] } ?? []
         let roles = principal.roles
-        func lists(_ key: String) -> (names: [String], roles: [String]) {
-            let group = security[key]
-            return ((group?["names"]?.arrayValue ?? []).compactMap(\.stringValue),
-                    (group?["roles"]?.arrayValue ?? []).compactMap(\.stringValue))
+        guard let admins = SecurityObject.lists(security, "admins"), let members = SecurityObject.lists(security, "members") else {
+            return .none  // malformed (written before it was checked): grants nothing
         }
         func matches(_ group: (names: [String], roles: [String])) -> Bool {
             group.names.contains(where: names.contains) || group.roles.contains(where: roles.contains)
         }
-        let admins = lists("admins")
-        let members = lists("members")
         if principal.isAuthenticated && matches(admins) { return .admin }
         if members.names.isEmpty && members.roles.isEmpty { return principal.isAuthenticated ? .write : .read }
         return principal.isAuthenticated && matches(members) ? .write : .none
@@ -131,13 +127,34 @@ extension Listener {
             case "_compact", "_purge": return .serverAdmin
             case "_revs_limit", "_purge_infos_limit": return reads ? .database(name, .read) : .serverAdmin
             case "_bulk_docs", "_ensure_full_commit": return .database(name, .write)
-            default: return .database(name, .read)
+            // Reads, some of them sent as POST by replicators.
+            case "_changes", "_all_docs", "_revs_diff", "_bulk_get": return .database(name, .read)
+            // Anything else only reads, unless a server admin asks.
+            default: return reads ? .database(name, .read) : .serverAdmin
             }
         case .local(let name, _):
             return .database(name, reads ? .read : .write)
         case .document(let name, let id), .attachment(let name, let id, _):
             if reads { return .database(name, .read) }
             return .database(name, id.hasPrefix("_design/") ? .admin : .write)
+        }
+    }
+}
+
+extension Listener {
+    /// Checks the ids of documents written in one request to a route that only
+    /// needs write access (`_bulk_docs`, `POST /{db}`): a design document needs
+    /// the database's admins (CouchDB: "You are not a db or server admin."), and
+    /// a paired peer writes local documents only at `/{db}/_local/{id}`, where
+    /// it reaches only its own.
+    func checkWrite(ids: some Sequence<String>, by principal: Principal, in database: String) throws(CouchError) {
+        for id in ids {
+            if id.hasPrefix("_local/"), principal.mustReplicate {
+                throw CouchError(.forbidden, "forbidden", "Paired peers write local documents only at /{db}/_local/{id}.")
+            }
+            if id.hasPrefix("_design/"), !principal.isAdmin, !principal.mustReplicate, try access(of: principal, to: database) < .admin {
+                throw CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
+            }
         }
     }
 }

@@ -33,7 +33,7 @@ public final class UserStore: Sendable {
     public static let adminRole = "_admin"
     /// The file holding the users.
     public var path: String { file.path }
-    private struct File: Codable {
+    private struct File: Codable, Equatable {
         var users: [String: UserRecord] = [:]
     }
     private let file: StateFile<File>

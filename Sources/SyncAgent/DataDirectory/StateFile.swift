@@ -8,7 +8,7 @@ import Locking
 /// (`syncd user add` beside a running listener) takes effect at once. Changes
 /// go through ``update(_:)``, which holds an exclusive lock on a lock file
 /// beside it, so two processes never lose each other's edits.
-final class StateFile<Value: Codable & Sendable>: Sendable {
+final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// The file.
     let path: String
     private let empty: Value
@@ -39,8 +39,8 @@ final class StateFile<Value: Codable & Sendable>: Sendable {
         return value
     }
 
-    /// Reads the file, lets `change` edit its value and writes it back, all
-    /// under the file's lock; returns what `change` returns.
+    /// Reads the file, lets `change` edit its value and writes it back if it
+    /// changed, all under the file's lock; returns what `change` returns.
     @discardableResult
     func update<Result>(_ change: (inout Value) throws -> Result) throws -> Result {
         try DataDirectory.create((path as NSString).deletingLastPathComponent)
@@ -50,9 +50,12 @@ final class StateFile<Value: Codable & Sendable>: Sendable {
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else { throw StateFileError.io(path + ".lock", errno) }
         }
-        var value = try load()
+        // Read afresh under the lock: another process may have changed it within the stamp's resolution.
+        cache.withLock { $0 = nil }
+        let original = try load()
+        var value = original
         let result = try change(&value)
-        try save(value)
+        if value != original { try save(value) }
         return result
     }
 

@@ -27,9 +27,11 @@ public enum PeerTrust: Sendable {
     /// Connects once, reads the server's certificate and returns it if its
     /// fingerprint is `expected`; any other certificate ends the handshake.
     static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String) async throws(EndpointError) -> NIOSSLCertificate {
+        /// What the handshake showed.
+        enum Seen { case matching(NIOSSLCertificate), other, nothing }
         let wanted = normalized(expected)
         let group = MultiThreadedEventLoopGroup.singleton
-        let promise = group.next().makePromise(of: NIOSSLCertificate?.self)
+        let promise = group.next().makePromise(of: Seen.self)
         do {
             let context = try NIOSSLContext(configuration: TLSSettings.system())
             let channel = try await ClientBootstrap(group: group)
@@ -39,25 +41,32 @@ public enum PeerTrust: Sendable {
                         let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
                             let leaf = chain.first
                             let matches = (try? leaf.map(fingerprint(of:))) == wanted
-                            promise.succeed(matches ? leaf : nil)
+                            promise.succeed(matches ? .matching(leaf!) : .other)
                             verdict.succeed(matches ? .certificateVerified : .failed)
                         }
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
                 }
                 .connect(host: host, port: port).get()
-            channel.closeFuture.whenComplete { _ in promise.succeed(nil) }
-            let found = try await promise.futureResult.get()
+            // A server that accepts the connection but never finishes the handshake is given up on.
+            let deadline = channel.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+            channel.closeFuture.whenComplete { _ in promise.succeed(.nothing) }
+            let seen = try await promise.futureResult.get()
+            deadline.cancel()
             try? await channel.close()
-            guard let found else {
+            switch seen {
+            case .matching(let certificate):
+                return certificate
+            case .other:
                 throw EndpointError(status: 495, error: "certificate_mismatch",
                                     reason: "the server's certificate does not have the pinned fingerprint", endpoint: endpoint)
+            case .nothing:
+                throw EndpointError.unreachable(endpoint, "the server sent no certificate within 10 s (is it serving HTTPS?)")
             }
-            return found
         } catch let error as EndpointError {
             throw error
         } catch {
-            promise.succeed(nil)
+            promise.succeed(.nothing)
             throw .unreachable(endpoint, "TLS connection failed: \(error)")
         }
     }

@@ -50,6 +50,8 @@ public final class RemoteEndpoint: Endpoint {
     let logger: Logger
     private let authorization: String?
     private let pinnedCertificate = Locked<NIOSSLCertificate?>(nil)
+    /// Why the endpoint cannot make requests at all (its trust settings cannot be used); every request throws it.
+    private let setupError: EndpointError?
     private let isShutDown = Atomic<Bool>(false)
     /// Whether the server answered `_bulk_get`; `nil` until asked.
     let bulkGetSupported = Locked<Bool?>(nil)
@@ -63,12 +65,24 @@ public final class RemoteEndpoint: Endpoint {
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 8
         clientConfiguration.decompression = .disabled
+        var setupError: EndpointError?
         switch configuration.trust {
         case .certificate(let certificate):
-            clientConfiguration.tlsConfiguration = try? TLSSettings.client(trusting: certificate, as: configuration.clientIdentity)
+            do {
+                clientConfiguration.tlsConfiguration = try TLSSettings.client(trusting: certificate, as: configuration.clientIdentity)
+            } catch {
+                setupError = .unreachable(configuration.url.description, "the pinned certificate or this node's key cannot be used for TLS: \(error)")
+            }
         case .system, .fingerprint:
             clientConfiguration.tlsConfiguration = TLSSettings.system()
         }
+        if configuration.url.scheme != "https" {
+            if case .system = configuration.trust {} else {
+                setupError = EndpointError(status: 400, error: "bad_request",
+                                           reason: "a pinned certificate needs an https URL", endpoint: configuration.url.description)
+            }
+        }
+        self.setupError = setupError
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         authorization = configuration.url.credentials.map { user, password in
             "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
@@ -207,6 +221,7 @@ public final class RemoteEndpoint: Endpoint {
         _ method: HTTPMethod, _ path: String, query: [(String, String)], body: [UInt8]?,
         accept: String, contentType: String = "application/json", timeout: Duration
     ) async throws(EndpointError) -> HTTPClientResponse {
+        if let setupError { throw setupError }
         var request = HTTPClientRequest(url: configuration.url.origin + path + PathEncoding.query(query))
         request.method = method
         request.headers.add(name: "Accept", value: accept)

@@ -7,9 +7,10 @@ import X509
 /// Who this node is: a stable UUID, a P-256 key and a self-signed X.509
 /// certificate, made on first start and kept in the data directory.
 ///
-/// The certificate names the UUID (its subject is `syncd node <uuid>`), so a
-/// peer that proves it holds the key also proves its UUID: no node can claim
-/// another's. The node's ``id`` is the certificate's SHA-256 fingerprint;
+/// The certificate names the UUID (its subject is `syncd node <uuid>`). A
+/// certificate says whatever its maker chose, so the UUID is bound at pairing:
+/// once a peer is paired, its UUID is accepted only with its ID, and another
+/// node claiming it is refused. The node's ``id`` is the certificate's SHA-256 fingerprint;
 /// peers pin it at pairing, and it is this node's identity both as a TLS
 /// server and as a TLS client. The private key file is readable by its owner only.
 ///

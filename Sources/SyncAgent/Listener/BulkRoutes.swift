@@ -14,6 +14,7 @@ extension CouchResponder {
             newEdits = flag
         }
         if newEdits { try exchange.principal.checkMayEdit() }
+        try listener.checkWrite(ids: docs.compactMap { $0["_id"]?.stringValue }, by: exchange.principal, in: db.name)
         let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits)
         var answer: [JSON] = []
         answer.reserveCapacity(results.count)

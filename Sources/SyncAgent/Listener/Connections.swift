@@ -20,7 +20,12 @@ final class Connections: Sendable {
         if let entry = entries.withLock({ $0[key] }) { return entry.client }
         let certificate = try? await channel.nioSSL_peerCertificate().get()
         let client = certificate.flatMap { try? $0.toDERBytes() }.map(ClientCertificate.init(der:))
-        entries.withLock { $0[key] = Entry(channel: channel, client: client) }
+        let first = entries.withLock { entries in
+            if entries[key] != nil { return false }
+            entries[key] = Entry(channel: channel, client: client)
+            return true
+        }
+        guard first else { return client }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.entries.withLock { $0.removeValue(forKey: key) }
         }

@@ -91,9 +91,11 @@ struct CouchResponder: HTTPResponder {
             try await db.setRevsLimit(limit)
             return Self.json(["ok": true])
         case ("_security", .get):
-            return Self.json(try db.security() ?? [:])
+            return Self.json(try db.security() ?? SecurityObject.adminOnly)
         case ("_security", .put):
-            try await db.setSecurity(.object(try await exchange.readObject(limit: 1 << 20)))
+            let security = JSON.object(try await exchange.readObject(limit: 1 << 20))
+            try SecurityObject.validate(security)
+            try await db.setSecurity(security)
             return Self.json(["ok": true])
         case ("_purge", .post): return try await purge(db, &exchange)
         case ("_purge_infos_limit", .get): return Self.json(.number(Double(try db.purgeInfosLimit())))

@@ -20,6 +20,7 @@ extension CouchResponder {
             if object["_id"] == nil {
                 object["_id"] = .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
             }
+            try listener.checkWrite(ids: [object["_id"]?.stringValue ?? ""], by: exchange.principal, in: name)
             return try await writeDocument(.object(object), in: db, exchange: exchange)
         default:
             throw CouchError.methodNotAllowed

@@ -5,14 +5,14 @@ import Store
 /// `GET/PUT/DELETE /{db}/_local/{id}`: local documents, where replicators keep checkpoints.
 ///
 /// A paired peer reaches only the local documents it wrote: each carries its
-/// writer's UUID under ``ownerKey``, and another's looks missing to it.
+/// writer's node ID (fingerprint) under ``ownerKey``, and another's looks missing to it.
 extension CouchResponder {
     /// The member naming the paired peer that wrote a local document.
     static let ownerKey = "syncd_peer"
 
     func local(_ id: String, in db: Database, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
         if let peer = exchange.principal.peer, let existing = try? db.localDocument(id: id).json,
-           existing[Self.ownerKey]?.stringValue != peer.uuid {
+           existing[Self.ownerKey]?.stringValue != peer.id.fingerprint {
             throw CouchError.notFound("missing")
         }
         switch method {
@@ -21,7 +21,7 @@ extension CouchResponder {
         case .put:
             var object = try await exchange.readObject(limit: configuration.maximumRequestSize, checkingType: false)
             object["_id"] = nil
-            if let peer = exchange.principal.peer { object[Self.ownerKey] = .string(peer.uuid) }
+            if let peer = exchange.principal.peer { object[Self.ownerKey] = .string(peer.id.fingerprint) }
             if object["_rev"] == nil, let rev = exchange.query["rev"] { object["_rev"] = .string(rev) }
             let revision = try await db.putLocal(id: id, .object(object))
             return Self.json(["ok": true, "id": .string(id), "rev": .string(revision.description)], status: .created)

@@ -36,7 +36,7 @@ public struct Invitation: Sendable, Hashable, Codable {
 /// them. Used, cancelled and expired invitations are kept for a day so that a
 /// late joiner is told what happened to the one it holds.
 public final class InvitationStore: Sendable {
-    private struct File: Codable {
+    private struct File: Codable, Equatable {
         var invitations: [Invitation] = []
     }
     private let file: StateFile<File>

@@ -15,8 +15,11 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     /// The listener's port.
     public var port: Int
-    /// The database the invitation shares.
-    public var database: String
+    /// The databases the invitation shares: the first in the path, all of them
+    /// in the fragment (`dbs=`) when there are several.
+    public var databases: [String]
+    /// The first database shared.
+    public var database: String { databases[0] }
     /// The inviting node's UUID.
     public var uuid: String
     /// The inviting node's ID.
@@ -25,10 +28,11 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
     public var secret: String
 
     /// An invitation URL from its parts.
-    public init(host: String, port: Int, database: String, uuid: String, id: NodeID, secret: String) {
+    public init(host: String, port: Int, databases: [String], uuid: String, id: NodeID, secret: String) {
+        precondition(!databases.isEmpty, "an invitation shares at least one database")
         self.host = host
         self.port = port
-        self.database = database
+        self.databases = databases
         self.uuid = uuid
         self.id = id
         self.secret = secret
@@ -44,24 +48,29 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
             throw .invalidURL("the URL names no database")
         }
         var fields: [String: String] = [:]
-        for pair in (components.fragment ?? "").split(separator: "&") {
+        for pair in (components.percentEncodedFragment ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]).removingPercentEncoding }
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
         }
         guard let uuid = fields["uuid"], uuid.utf8.count == 32, uuid.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
             throw .invalidURL("the URL carries no node UUID (is it a syncd pairing URL?)")
         }
         guard let id = fields["id"].flatMap(NodeID.init) else { throw .invalidURL("the URL carries no valid node ID") }
-        guard let secret = fields["secret"], !secret.isEmpty, secret.utf8.count <= 128 else {
+        guard let secret = fields["secret"]?.removingPercentEncoding, !secret.isEmpty, secret.utf8.count <= 128 else {
             throw .invalidURL("the URL carries no invitation secret")
         }
+        let listed = fields["dbs"].map { $0.split(separator: ",", omittingEmptySubsequences: false).map { String($0).removingPercentEncoding ?? "" } } ?? [database]
+        guard listed.first == database, !listed.contains(where: \.isEmpty) else {
+            throw .invalidURL("the URL's database list does not start with its path's database")
+        }
         self.init(host: rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost, port: port,
-                  database: database, uuid: uuid, id: id, secret: secret)
+                  databases: listed, uuid: uuid, id: id, secret: secret)
     }
 
     /// The URL's text.
     public var description: String {
-        "https://\(HostPort.join(host, port))/\(PathEncoding.segment(database))#uuid=\(uuid)&id=\(id.compact)&secret=\(secret)"
+        let list = databases.count > 1 ? "&dbs=" + databases.map(PathEncoding.segment).joined(separator: ",") : ""
+        return "https://\(HostPort.join(host, port))/\(PathEncoding.segment(database))#uuid=\(uuid)&id=\(id.compact)\(list)&secret=\(secret)"
     }
 
     /// The listener's base URL, without the invitation.

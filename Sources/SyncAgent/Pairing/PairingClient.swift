@@ -34,6 +34,9 @@ public struct PairingClient: Sendable {
     /// Joins the node of `invitation`; returns it as recorded.
     public func join(_ invitation: InvitationURL) async throws(PairingError) -> PairedPeer {
         guard invitation.uuid != identity.uuid else { throw .invalidURL("the URL is this node's own invitation") }
+        if let taken = peers.conflict(uuid: invitation.uuid, id: invitation.id) {
+            throw .wrongNode("node UUID \(invitation.uuid) is already paired here with ID \(taken.id.short), not \(invitation.id.short)")
+        }
         let certificate: NIOSSLCertificate
         do {
             certificate = try await PeerTrust.fetchCertificate(host: invitation.host, port: invitation.port,
@@ -48,7 +51,9 @@ public struct PairingClient: Sendable {
         }
 
         let answer = try await send(invitation, trusting: certificate)
-        let databases = (answer["databases"]?.arrayValue ?? []).compactMap(\.stringValue)
+        // Only what the URL (out of band) said is shared: an inviting node cannot widen it.
+        let answered = Set((answer["databases"]?.arrayValue ?? []).compactMap(\.stringValue))
+        let databases = invitation.databases.filter(answered.contains)
         guard answer["uuid"]?.stringValue == invitation.uuid, !databases.isEmpty else {
             throw .internal("the inviting node's answer does not match its invitation")
         }
@@ -57,6 +62,8 @@ public struct PairingClient: Sendable {
                               addresses: [HostPort.join(invitation.host, invitation.port)], databases: databases)
         do {
             try peers.add(peer)
+        } catch let error as PairingError {
+            throw error
         } catch {
             throw .internal("the pairing was accepted but cannot be recorded here: \(error)")
         }

@@ -22,6 +22,14 @@ extension CouchResponder {
         guard let uuid = client.uuid else {
             throw CouchError.badRequest("The client certificate is not a syncd node's: it names no node UUID.")
         }
+        guard uuid != listener.identity.uuid, client.id != listener.identity.id else {
+            throw CouchError(.forbidden, "forbidden", "Pairing refused: the certificate claims this node's own UUID or ID.")
+        }
+        if let taken = listener.peers.conflict(uuid: uuid, id: client.id) {
+            listener.pairingAttempts.failed(address)
+            listener.logger.warning("pairing refused from \(address): node UUID \(uuid) is paired with \(taken.id.short), not \(client.id.short)")
+            throw CouchError(.forbidden, "forbidden", "Pairing refused: node UUID \(uuid) is already paired with another ID.")
+        }
         let body = try await exchange.readObject(limit: 64 << 10)
         guard let secret = body["secret"]?.stringValue, !secret.isEmpty, secret.utf8.count <= 128 else {
             throw CouchError.badRequest("The invitation secret is missing.")
@@ -38,9 +46,14 @@ extension CouchResponder {
             if case .invitationRefused(let why) = error { throw CouchError(.forbidden, "forbidden", "Pairing refused: \(why).") }
             throw CouchError(.internalServerError, "unknown_error", error.description)
         }
+        for database in invitation.databases { _ = try catalog.openOrCreate(database) }
         let peer = PairedPeer(uuid: uuid, id: client.id, name: name,
                               addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases)
-        try listener.peers.add(peer)
+        do {
+            try listener.peers.add(peer)
+        } catch let error as PairingError {
+            throw CouchError(.forbidden, "forbidden", error.description.prefix(1).uppercased() + error.description.dropFirst() + ".")
+        }
         listener.logger.notice("paired with \(name) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
         return Self.json([
             "ok": true,
@@ -54,7 +67,10 @@ extension CouchResponder {
     /// A name a peer gave itself, cut to 64 characters without control characters; `nil` if empty.
     static func peerName(_ text: String?) -> String? {
         guard let text else { return nil }
-        let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(64).map(Character.init))
+        // No control or format characters (C0, C1, bidirectional overrides): names reach terminals.
+        let clean = String(text.unicodeScalars.filter {
+            $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+        }.prefix(64).map(Character.init))
             .trimmingCharacters(in: .whitespaces)
         return clean.isEmpty ? nil : clean
     }

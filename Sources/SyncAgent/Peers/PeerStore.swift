@@ -5,7 +5,7 @@ import Foundation
 /// Changes made by another process (`syncd peers remove` beside a running
 /// listener) are seen on the next look-up.
 public final class PeerStore: Sendable {
-    private struct File: Codable {
+    private struct File: Codable, Equatable {
         var peers: [PairedPeer] = []
     }
     private let file: StateFile<File>
@@ -36,16 +36,27 @@ public final class PeerStore: Sendable {
         }
     }
 
-    /// Records a pairing; a peer with the same UUID or ID is replaced, keeping
-    /// the databases it already shared.
+    /// The paired peer that has `uuid` under an ID other than `id`: a node that
+    /// claims that UUID with this ID is not that peer.
+    public func conflict(uuid: String, id: NodeID) -> PairedPeer? {
+        (try? all())?.first { $0.uuid == uuid && $0.id != id }
+    }
+
+    /// Records a pairing. Pairing again with the same ID adds the databases it
+    /// shares; a UUID already paired under another ID is refused, since a
+    /// certificate names whatever UUID its maker chose: once paired, a UUID
+    /// belongs to that ID.
     public func add(_ peer: PairedPeer) throws {
         try file.update { file in
             var peer = peer
-            if let old = file.peers.first(where: { $0.uuid == peer.uuid || $0.id == peer.id }) {
+            if let taken = file.peers.first(where: { $0.uuid == peer.uuid && $0.id != peer.id }) {
+                throw PairingError.invitationRefused("node UUID \(peer.uuid) is already paired with ID \(taken.id.short)")
+            }
+            if let old = file.peers.first(where: { $0.id == peer.id }) {
                 peer.databases = Array(Set(old.databases + peer.databases)).sorted()
                 peer.pairedAt = old.pairedAt
             }
-            file.peers.removeAll { $0.uuid == peer.uuid || $0.id == peer.id }
+            file.peers.removeAll { $0.id == peer.id }
             file.peers.append(peer)
         }
     }

@@ -28,7 +28,7 @@ extension TestListener {
     func invite(_ databases: [String] = ["notes"], lifetime: Duration = .seconds(600)) throws -> InvitationURL {
         for name in databases { _ = try catalog.openOrCreate(name) }
         let (_, secret) = try listener.invitations.create(databases: databases, lifetime: lifetime)
-        return InvitationURL(host: "127.0.0.1", port: port, database: databases[0], uuid: listener.identity.uuid,
+        return InvitationURL(host: "127.0.0.1", port: port, databases: databases, uuid: listener.identity.uuid,
                              id: listener.identity.id, secret: secret)
     }
 
