@@ -1,3 +1,0 @@
-// placeholder
-import XCTest
-final class PlaceholderSyncAgentTests: XCTestCase { func testNothing() {} }
