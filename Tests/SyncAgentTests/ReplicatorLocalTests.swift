@@ -142,7 +142,9 @@ import Testing
         #expect(replicator.status.activity == .stopped)
         #expect(replicator.status.lastError == nil)
         let activities = await seen.value
-        #expect(activities.first == .stopped && activities.last == .stopped)
+        // The stream keeps only the newest status for a slow reader, so the first
+        // "stopped" may be replaced by what followed it before the reader ran.
+        #expect(activities.last == .stopped)
         #expect(activities.contains(.active) && activities.contains(.idle))
     }
 
