@@ -168,7 +168,9 @@ private func memory(of pid: Int32, _ field: String) -> Int {
 private final class BenchProcess: @unchecked Sendable {
     let process = Process()
     let output = Pipe()
-    private(set) var url = ""
+    /// The URL `syncd serve` printed (with the benchmark admin's credentials once known), read and written under `lock`.
+    var url: String { lock.withLock { printedURL } }
+    private var printedURL = ""
     private let lock = NSLock()
     private var completed = 0
 
@@ -198,7 +200,7 @@ private final class BenchProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }
-        process.lock.withLock { process.url = process.url.replacingOccurrences(of: "://", with: "://bench:bench-password@") }
+        process.lock.withLock { process.printedURL = process.printedURL.replacingOccurrences(of: "://", with: "://bench:bench-password@") }
         return process
     }
 
@@ -213,7 +215,7 @@ private final class BenchProcess: @unchecked Sendable {
             let text = String(decoding: handle.availableData, as: UTF8.self)
             for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
                 if line.hasPrefix("listening on ") {
-                    child.lock.withLock { child.url = String(line.dropFirst("listening on ".count)) }
+                    child.lock.withLock { child.printedURL = String(line.dropFirst("listening on ".count)) }
                 } else if let colon = line.firstIndex(of: ":"), let slash = line.firstIndex(of: "/"),
                           let number = Int(line[line.index(after: colon)..<slash].trimmingCharacters(in: .whitespaces)) {
                     child.lock.withLock { child.completed = number }
