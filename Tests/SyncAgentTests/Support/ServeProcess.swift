@@ -1,4 +1,5 @@
 import Foundation
+import SyncAgent
 
 /// A `syncd serve` child process: started with its arguments, its URL read
 /// from the "listening on URL" line it prints, stopped with a signal.
@@ -24,10 +25,10 @@ final class ServeProcess: @unchecked Sendable {
     }
 
     /// Adds the server admin `root` (password `root-password`) to the data
-    /// directory with `syncd user add --admin`; returns `url` with its credentials.
+    /// directory, hashed with few PBKDF2 rounds (`syncd user add` itself is
+    /// tested in `ListenerServeTests`).
     static func addAdmin(to directory: String) throws {
-        let result = try SyncdCommand.run(["user", "add", "root", "--admin", "--data", directory], input: "root-password\n")
-        guard result.status == 0 else { throw TestSupportError("syncd user add failed: \(result.error)") }
+        try UserStore(directory: directory, iterations: 1000).setPassword("root-password", for: "root", roles: [UserStore.adminRole])
     }
 
     /// The URL with the credentials of the admin ``addAdmin(to:)`` adds.
