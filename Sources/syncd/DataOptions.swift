@@ -14,3 +14,22 @@ struct DataOptions: ParsableArguments {
         return home ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.local/share/syncd")
     }
 }
+
+/// Where a running agent's control socket is.
+struct ControlOptions: ParsableArguments {
+    @Option(name: .customLong("control-socket"), help: "The agent's control socket (default: DATA/control.sock, else /run/syncd/control.sock).")
+    var path: String?
+
+    /// The socket in force for the data directory `data`: the option, `DATA/control.sock`, or the
+    /// packaged service's `/run/syncd/control.sock` when the data directory has none.
+    func path(data: DataOptions) -> String {
+        if let path { return path }
+        let own = data.path + "/control.sock"
+        let service = "/run/syncd/control.sock"
+        if data.directory == nil, !FileManager.default.fileExists(atPath: own), FileManager.default.fileExists(atPath: service) {
+            return service
+        }
+        return own
+    }
+}
+

@@ -45,7 +45,7 @@ struct PairCommand: AsyncParsableCommand {
     var host = "0.0.0.0"
 
     @Option(help: "The listener's port (when inviting without a running listener; told to the other node when joining).")
-    var port = 5984
+    var port = AgentConfiguration.defaultPort
 
     @Option(help: "The name this node gives itself (default: the host name).")
     var name: String?

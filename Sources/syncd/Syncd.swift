@@ -9,6 +9,8 @@ struct Syncd: AsyncParsableCommand {
         abstract: "Peer-to-peer JSON document sync agent.",
         version: SyncdVersion.current,
         subcommands: [
+            AgentCommand.self,
+            StatusCommand.self,
             InfoCommand.self,
             IdCommand.self,
             PairCommand.self,

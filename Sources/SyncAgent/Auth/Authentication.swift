@@ -7,6 +7,8 @@ extension Listener {
     /// stranger by a certificate no peer has, else anonymous. Wrong credentials are refused with 401; an address
     /// that keeps failing is refused with 429 before its guess is checked.
     func authenticate(_ request: Request, context: ListenerContext) async throws(CouchError) -> Principal {
+        // The control socket: a Unix socket only the owner (and its group) can open.
+        if case .unixDomainSocket? = context.channel.localAddress { return .owner }
         let address = context.clientAddress
         if let header = request.headers[.authorization] {
             let parts = header.split(separator: " ", maxSplits: 1)

@@ -80,7 +80,7 @@ extension Listener {
     /// What `principal` may do in the database `name`.
     func access(of principal: Principal, to name: String) throws(CouchError) -> DatabaseAccess {
         if principal.isAdmin { return .admin }
-        if let peer = principal.peer { return peer.databases.contains(name) ? .write : .none }
+        if let peer = principal.peer { return sharing.shares(name, with: peer) ? .write : .none }
         let security: JSON?
         do {
             security = try catalog.database(name).security()
@@ -112,7 +112,7 @@ extension Listener {
         case .server(let name):
             switch name {
             case "_up", "_session", "_pair": return .open
-            case "_all_dbs": return .serverAdmin
+            case "_all_dbs", "_syncd": return .serverAdmin
             default: return .authenticated
             }
         case .database(let name):

@@ -12,19 +12,25 @@ enum Principal: Sendable {
     case user(name: String, record: UserRecord, method: String, issued: Date?)
     /// A paired peer, proven by its client certificate (mutual TLS).
     case peer(PairedPeer)
+    /// A process of the data directory's owner, through the agent's control
+    /// socket (which only the owner and its group can open): a server admin.
+    case owner
 
     /// Whether the request proved anything at all.
     var isAuthenticated: Bool {
         switch self {
         case .anonymous, .stranger: false
-        case .user, .peer: true
+        case .user, .peer, .owner: true
         }
     }
 
     /// Whether this is a server admin.
     var isAdmin: Bool {
-        if case .user(_, let record, _, _) = self { return record.isAdmin }
-        return false
+        switch self {
+        case .user(_, let record, _, _): record.isAdmin
+        case .owner: true
+        case .anonymous, .stranger, .peer: false
+        }
     }
 
     /// The paired peer, if it is one.
@@ -39,6 +45,7 @@ enum Principal: Sendable {
         case .anonymous, .stranger: nil
         case .user(let name, _, _, _): name
         case .peer(let peer): "peer:" + peer.uuid
+        case .owner: "_owner"
         }
     }
 
@@ -48,6 +55,7 @@ enum Principal: Sendable {
         case .anonymous, .stranger: []
         case .user(_, let record, _, _): record.roles
         case .peer: ["_syncd_peer"]
+        case .owner: [UserStore.adminRole]
         }
     }
 }

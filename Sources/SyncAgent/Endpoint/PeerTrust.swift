@@ -26,7 +26,8 @@ public enum PeerTrust: Sendable {
 
     /// Connects once, reads the server's certificate and returns it if its
     /// fingerprint is `expected`; any other certificate ends the handshake.
-    static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String) async throws(EndpointError) -> NIOSSLCertificate {
+    static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String,
+                                 deadline: TimeAmount = .seconds(10)) async throws(EndpointError) -> NIOSSLCertificate {
         /// What the handshake showed.
         enum Seen { case matching(NIOSSLCertificate), other, nothing }
         let wanted = normalized(expected)
@@ -35,7 +36,7 @@ public enum PeerTrust: Sendable {
         do {
             let context = try NIOSSLContext(configuration: TLSSettings.system())
             let channel = try await ClientBootstrap(group: group)
-                .connectTimeout(.seconds(10))
+                .connectTimeout(deadline)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
@@ -49,10 +50,10 @@ public enum PeerTrust: Sendable {
                 }
                 .connect(host: host, port: port).get()
             // A server that accepts the connection but never finishes the handshake is given up on.
-            let deadline = channel.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+            let giveUp = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
             channel.closeFuture.whenComplete { _ in promise.succeed(.nothing) }
             let seen = try await promise.futureResult.get()
-            deadline.cancel()
+            giveUp.cancel()
             try? await channel.close()
             switch seen {
             case .matching(let certificate):
@@ -61,7 +62,7 @@ public enum PeerTrust: Sendable {
                 throw EndpointError(status: 495, error: "certificate_mismatch",
                                     reason: "the server's certificate does not have the pinned fingerprint", endpoint: endpoint)
             case .nothing:
-                throw EndpointError.unreachable(endpoint, "the server sent no certificate within 10 s (is it serving HTTPS?)")
+                throw EndpointError.unreachable(endpoint, "the server sent no certificate within \(deadline.nanoseconds / 1_000_000_000) s (is it serving HTTPS?)")
             }
         } catch let error as EndpointError {
             throw error

@@ -22,7 +22,7 @@ struct ChangesRequest: Sendable {
     static let longestWait = Duration.seconds(60)
 
     /// Reads the query and, for POST, the body (`doc_ids`, `selector`).
-    init(_ exchange: inout Exchange, database: Database, bodyLimit: Int) async throws {
+    init(_ exchange: inout Exchange, database: Database, bodyLimit: Int, offered: ReplicationFilter? = nil) async throws {
         let query = exchange.query
         if let name = query["feed"] {
             guard let feed = Feed(rawValue: name) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, longpoll, eventsource") }
@@ -87,6 +87,17 @@ struct ChangesRequest: Sendable {
             options.designOnly = true
         default:
             throw CouchError.notFound("missing")
+        }
+        if let offered = offered { try narrow(to: offered) }
+    }
+
+    /// Narrows the feed to what this node offers the peer asking (its push filter).
+    private mutating func narrow(to filter: ReplicationFilter) throws {
+        switch filter {
+        case .documentIDs(let ids):
+            options.documentIDs = options.documentIDs.map { $0.intersection(ids) } ?? Set(ids)
+        case .selector(let selector):
+            options.selector = try Selector(options.selector.map { .object(["$and": .array([$0.json, selector])]) } ?? selector)
         }
     }
 

@@ -12,7 +12,8 @@ extension CouchResponder {
     static let changesPageSize = 1000
 
     func changes(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
-        let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize)
+        let offered = exchange.principal.peer.flatMap { listener.sharing.pushFilter(for: $0, database: db.name) }
+        let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize, offered: offered)
         switch request.feed {
         case .normal where request.options.selector != nil || request.options.designOnly:
             // One page of a filtered feed may pass over the whole database: stop when the client goes away.

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import Locking
 import Logging
 import NIOCore
 import NIOSSL
@@ -62,6 +63,10 @@ public final class Listener: Sendable {
     public let name: String
     /// How the listener serves.
     public let configuration: ListenerConfiguration
+    /// What peers may replicate beyond their pairings, and with which push filters.
+    public let sharing = PeerSharing()
+    /// The running agent's status, served at `GET /_syncd` (server admins and the control socket).
+    let agentStatus = Locked<(@Sendable () -> AgentStatus?)?>(nil)
     let feeds = FeedCounter()
     let sessions: SessionCookies
     let connections = Connections()
@@ -122,6 +127,26 @@ public final class Listener: Sendable {
             },
             logger: logger
         ))
+    }
+}
+
+extension Listener {
+    /// The same API on a Unix socket at `path` (mode 0660: the owner and its
+    /// group), where every request is the data directory's owner: how other
+    /// `syncd` commands work through a running agent (`syncd status`,
+    /// `replicate` to a local database). A stale socket file is replaced.
+    public func controlService(path: String) throws -> some Service {
+        unlink(path)
+        let logger = logger
+        return Application(
+            responder: CouchResponder(listener: self),
+            server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300))),
+            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "syncd"),
+            onServerRunning: { _ in
+                if chmod(path, 0o660) != 0 { logger.error("cannot restrict the control socket \(path): errno \(errno)") }
+            },
+            logger: logger
+        )
     }
 }
 

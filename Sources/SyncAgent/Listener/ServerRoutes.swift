@@ -31,9 +31,14 @@ extension CouchResponder {
             return Self.json(["uuids": .array(uuids)])
         case ("_pair", .post):
             return try await pair(&exchange)
+        case ("_syncd", .get):
+            // The agent's status (what `syncd status` shows); 404 when no agent runs this listener.
+            guard let status = listener.agentStatus.withLock({ $0 })?() ?? nil else { throw CouchError.notFound("missing") }
+            let bytes = try AgentStatus.encoder.encode(status)
+            return Self.bytesResponse(Array(bytes))
         case ("_session", _):
             return try await session(method: method, &exchange)
-        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _):
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_syncd", _):
             throw CouchError.methodNotAllowed
         default:
             throw CouchError.notFound("missing")

@@ -41,6 +41,7 @@ extension CouchResponder {
         case .anonymous, .stranger: .null
         case .user(_, _, let method, _): .string(method)
         case .peer: "syncd_peer_certificate"
+        case .owner: "syncd_control_socket"
         }
     }
 

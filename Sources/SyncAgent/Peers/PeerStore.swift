@@ -27,13 +27,16 @@ public final class PeerStore: Sendable {
 
     /// The peers an ID, an ID's first characters, a UUID or a name designates.
     public func find(_ text: String) throws -> [PairedPeer] {
-        let peers = try all()
-        if let id = NodeID(text) { return peers.filter { $0.id == id } }
+        try all().filter { Self.matches($0, text) }
+    }
+
+    /// Whether `text` names `peer`: its whole ID, a prefix of at least four
+    /// characters of it, its UUID or its name.
+    public static func matches(_ peer: PairedPeer, _ text: String) -> Bool {
+        if let id = NodeID(text) { return peer.id == id }
         let compact = text.uppercased().filter { $0 != "-" }
-        return peers.filter { peer in
-            peer.uuid == text.lowercased() || peer.name == text
-                || (compact.count >= 4 && peer.id.compact.hasPrefix(compact))
-        }
+        return peer.uuid == text.lowercased() || peer.name == text
+            || (compact.count >= 4 && peer.id.compact.hasPrefix(compact))
     }
 
     /// The paired peer that has `uuid` under an ID other than `id`: a node that

@@ -1,0 +1,329 @@
+import Discovery
+import Foundation
+import Locking
+import Logging
+import ServiceLifecycle
+import Store
+
+/// The agent `syncd agent` runs: it owns the data directory, serves it over
+/// HTTPS on the LAN and on a control socket, advertises itself and browses
+/// for peers with Avahi, and keeps every database shared with every paired
+/// peer in sync (one ``PeerLink`` per peer), and every configured remote too.
+///
+/// ```swift
+/// let agent = try Agent(directory: "/var/lib/syncd", configurationPath: "/etc/syncd/syncd.toml",
+///                       controlSocket: "/run/syncd/control.sock", logger: logger)
+/// try await ServiceGroup(services: [agent], ...).run()   // until SIGTERM
+/// ```
+///
+/// `reload()` (SIGHUP) rereads the configuration: replications whose settings
+/// did not change keep running.
+public final class Agent: Service, Sendable {
+    /// The node served: the directory lock, databases and listener.
+    public let node: ServedNode
+    /// Where the control socket is.
+    public let controlSocket: String
+    /// Where the configuration is read from.
+    public let configurationPath: String
+    private let addresses = AddressBook()
+    private let logger: Logger
+    private let started = Date()
+    private let state: Locked<State>
+
+    private struct State {
+        var configuration: AgentConfiguration
+        var links: [String: (link: PeerLink, task: Task<Void, Never>)] = [:]
+        var remotes: [AgentConfiguration.RemoteDatabase: RemoteLink] = [:]
+        var urls: [String] = []
+        var advertiser: Advertiser?
+        var browser: Browser?
+        var discovery = AgentStatus.Discovery(state: "starting", reason: nil)
+        var recordedPeers: [String: [String]] = [:]
+    }
+
+    /// Claims `directory` (throws if another process serves it) and reads the configuration
+    /// at `configurationPath` (a missing file is the defaults; an invalid one throws).
+    public init(directory: String, configurationPath: String, controlSocket: String, logger: Logger) throws {
+        let configuration = try AgentConfiguration.load(path: configurationPath)
+        var listener = ListenerConfiguration()
+        listener.host = configuration.listenHost
+        listener.port = configuration.listenPort
+        listener.tls = true
+        node = try ServedNode(directory: directory, configuration: listener, name: configuration.name ?? NodeName.current, logger: logger)
+        self.configurationPath = configurationPath
+        self.controlSocket = controlSocket
+        self.logger = logger
+        state = Locked(State(configuration: configuration))
+        apply(configuration)
+        node.listener.agentStatus.withLock { $0 = { [weak self] in self?.status() } }
+    }
+
+    /// The configuration in force.
+    public var configuration: AgentConfiguration { state.withLock { $0.configuration } }
+
+    /// Serves, advertises, browses and replicates until graceful shutdown (SIGTERM);
+    /// then stops the replications (they checkpoint), withdraws the advertisement and
+    /// ends the listener. `onListening` gets the listener's URLs once it is bound.
+    public func run() async throws {
+        try await run(onListening: { _ in })
+    }
+
+    /// ``run()``, telling `onListening` the listener's URLs once bound.
+    public func run(onListening: @escaping @Sendable ([String]) async -> Void) async throws {
+        let listener = try node.service { [self] record in
+            state.withLock { $0.urls = record.urls }
+            startDiscovery(port: record.port)
+            await onListening(record.urls)
+        }
+        let control = try node.listener.controlService(path: controlSocket)
+        defer { unlink(controlSocket) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await listener.run() }
+            group.addTask { try await control.run() }
+            group.addTask { [self] in
+                // Peers paired or removed by this process or by other commands beside it.
+                await cancelWhenGracefulShutdown {
+                    while !Task.isCancelled {
+                        self.reconcilePeers()
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+                await stopReplications()
+                stopDiscovery()
+            }
+            // Each part ends on graceful shutdown; one failing (the port is taken) ends the others.
+            do {
+                while try await group.next() != nil {}
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    /// Rereads the configuration file and applies it; an invalid file changes nothing.
+    public func reload() throws(ConfigurationError) {
+        let configuration = try AgentConfiguration.load(path: configurationPath)
+        let previous = self.configuration
+        if configuration.listenHost != previous.listenHost || configuration.listenPort != previous.listenPort {
+            logger.warning("the listener's address changed in \(configurationPath): it takes effect when the agent restarts")
+        }
+        if configuration.discovery != previous.discovery || configuration.serviceType != previous.serviceType {
+            logger.warning("discovery settings changed in \(configurationPath): they take effect when the agent restarts")
+        }
+        state.withLock { $0.configuration = configuration }
+        apply(configuration)
+        reconcilePeers()
+        if let port = state.withLock({ $0.advertiser?.advertisement.port }) {
+            try? state.withLock { $0.advertiser }?.update(port: port, txt: [TXTKey.database: advertisedDatabases(configuration)])
+        }
+        logger.notice("configuration reloaded from \(configurationPath)")
+    }
+
+    /// What the agent is doing now.
+    public func status() -> AgentStatus {
+        let snapshot = state.withLock { ($0.configuration, $0.urls, $0.discovery, $0.links.mapValues(\.link), $0.remotes) }
+        let (configuration, urls, discovery, links, remotes) = snapshot
+        let identity = node.listener.identity
+        let paired = (try? node.listener.peers.all()) ?? []
+        var peers: [AgentStatus.Peer] = []
+        var replications: [AgentStatus.Replication] = []
+        for peer in paired {
+            let link = links[peer.uuid.lowercased()]
+            let connection = link?.connection
+            peers.append(AgentStatus.Peer(
+                name: peer.name, id: peer.id.description, uuid: peer.uuid, pairedAt: peer.pairedAt,
+                state: connection?.state.rawValue ?? "offline", address: connection?.address,
+                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.listener.sharing.databases(for: peer)))
+            for (database, replicator) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
+                replications.append(Self.report(replicator.status, database: database, with: peer.name, direction: "pull"))
+            }
+        }
+        for (remote, link) in remotes.sorted(by: { $0.key.url < $1.key.url }) {
+            replications.append(Self.report(link.pull.status, database: remote.database, with: remote.url, direction: "pull"))
+            replications.append(Self.report(link.push.status, database: remote.database, with: remote.url, direction: "push"))
+        }
+        let catalog = node.listener.catalog
+        let free = Self.freeBytes(catalog.directory)
+        let databases = catalog.names().compactMap { name -> AgentStatus.Database? in
+            guard let info = try? catalog.database(name).info() else { return nil }
+            return AgentStatus.Database(name: name, docCount: info.docCount, docDelCount: info.deletedDocCount,
+                                        updateSeq: String(info.updateSequence), sizeOnDisk: catalog.sizeOnDisk(name),
+                                        diskFree: free)
+        }
+        return AgentStatus(
+            node: .init(name: node.listener.name, uuid: identity.uuid, id: identity.id.description, urls: urls,
+                        version: SyncdVersion.current, started: started, dataDirectory: catalog.directory),
+            discovery: configuration.discovery ? discovery : .init(state: "disabled", reason: nil),
+            peers: peers, replications: replications, databases: databases)
+    }
+
+    // MARK: Configuration
+
+    /// Shares the configured databases, records static addresses, and starts or stops remotes.
+    private func apply(_ configuration: AgentConfiguration) {
+        node.listener.sharing.share(configuration.databases)
+        for database in configuration.databases { _ = try? node.listener.catalog.openOrCreate(database.name) }
+        let paired = (try? node.listener.peers.all()) ?? []
+        for peer in paired {
+            let configured = configuration.peers.filter { PeerStore.matches(peer, $0.peer) }.flatMap(\.addresses)
+            addresses.configure(uuid: peer.uuid, configured)
+        }
+        reconcileRemotes(configuration)
+    }
+
+    private func reconcileRemotes(_ configuration: AgentConfiguration) {
+        let wanted = Set(configuration.remotes)
+        let (stale, missing): ([RemoteLink], [AgentConfiguration.RemoteDatabase]) = state.withLock { state in
+            let stale = state.remotes.filter { !wanted.contains($0.key) }
+            for key in stale.keys { state.remotes.removeValue(forKey: key) }
+            return (Array(stale.values), wanted.filter { state.remotes[$0] == nil })
+        }
+        for link in stale { Task { await link.stop() } }
+        for remote in missing {
+            do {
+                let link = try RemoteLink(remote, database: try node.listener.catalog.openOrCreate(remote.database),
+                                          filters: configuration.database(remote.database), logger: logger)
+                state.withLock { $0.remotes[remote] = link }
+                link.start()
+            } catch {
+                logger.error("cannot replicate with \(remote.url): \(error)")
+            }
+        }
+    }
+
+    // MARK: Peers
+
+    /// Starts a link for each new peer, restarts those whose databases or filters
+    /// changed, and stops those no longer paired.
+    private func reconcilePeers() {
+        guard let paired = try? node.listener.peers.all() else { return }
+        let configuration = self.configuration
+        var wanted: [String: (PairedPeer, [String: ReplicationFilter?])] = [:]
+        for peer in paired {
+            let databases = node.listener.sharing.databases(for: peer)
+            let filters = Dictionary(uniqueKeysWithValues: databases.map { ($0, configuration.database($0)?.pullFilter(for: peer)) })
+            wanted[peer.uuid.lowercased()] = (peer, filters)
+            if state.withLock({ $0.recordedPeers[peer.uuid.lowercased()] != peer.addresses }) {
+                state.withLock { $0.recordedPeers[peer.uuid.lowercased()] = peer.addresses }
+                addresses.record(uuid: peer.uuid, peer.addresses)
+                let configured = configuration.peers.filter { PeerStore.matches(peer, $0.peer) }.flatMap(\.addresses)
+                addresses.configure(uuid: peer.uuid, configured)
+            }
+        }
+        let context = PeerLink.Context(catalog: node.listener.catalog, identity: node.listener.identity, addresses: addresses, logger: logger)
+        let stopped: [Task<Void, Never>] = state.withLock { state in
+            var stopped: [Task<Void, Never>] = []
+            for (uuid, entry) in state.links {
+                guard let (peer, filters) = wanted[uuid], peer.id == entry.link.peer.id,
+                      filters == entry.link.databases else {
+                    stopped.append(entry.task)
+                    state.links.removeValue(forKey: uuid)
+                    continue
+                }
+            }
+            for (uuid, (peer, filters)) in wanted where state.links[uuid] == nil {
+                let link = PeerLink(peer: peer, databases: filters, context: context)
+                state.links[uuid] = (link, Task { await link.run() })
+            }
+            return stopped
+        }
+        for task in stopped { task.cancel() }
+    }
+
+    private func stopReplications() async {
+        let (links, remotes) = state.withLock { state in
+            let taken = (Array(state.links.values), Array(state.remotes.values))
+            state.links = [:]
+            state.remotes = [:]
+            return taken
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for entry in links {
+                entry.task.cancel()
+                group.addTask { await entry.task.value }
+            }
+            for remote in remotes { group.addTask { await remote.stop() } }
+        }
+    }
+
+    // MARK: Discovery
+
+    private func advertisedDatabases(_ configuration: AgentConfiguration) -> String {
+        var text = ""
+        for name in configuration.databases.map(\.name) where text.utf8.count + name.utf8.count < 200 {
+            text += (text.isEmpty ? "" : ",") + name
+        }
+        return text
+    }
+
+    private func startDiscovery(port: Int) {
+        let configuration = self.configuration
+        guard configuration.discovery else { return }
+        let identity = node.listener.identity
+        do {
+            let advertiser = try Advertiser(try Advertisement.syncd(
+                uuid: identity.uuid, database: advertisedDatabases(configuration), port: UInt16(port), tls: true,
+                fingerprint: identity.id.fingerprint, name: Advertisement.defaultName(uuid: identity.uuid),
+                type: configuration.serviceType), logger: logger)
+            let browser = try Browser(type: configuration.serviceType, excluding: identity.uuid, logger: logger)
+            state.withLock {
+                $0.advertiser = advertiser
+                $0.browser = browser
+            }
+            advertiser.publish()
+            Task { [addresses] in
+                for await event in browser.events() { addresses.discovered(event) }
+            }
+            Task { [self] in
+                for await status in browser.statusUpdates() {
+                    let report: AgentStatus.Discovery = switch status {
+                    case .available: .init(state: "running", reason: nil)
+                    case .unavailable(let why): .init(state: "unavailable", reason: why.description)
+                    }
+                    let changed = state.withLock { state in
+                        defer { state.discovery = report }
+                        return state.discovery != report
+                    }
+                    if changed {
+                        if report.state == "running" { logger.notice("discovery running") } else {
+                            logger.warning("discovery unavailable (serving and replicating with known addresses): \(report.reason ?? "")")
+                        }
+                    }
+                }
+            }
+        } catch {
+            state.withLock { $0.discovery = .init(state: "unavailable", reason: "\(error)") }
+            logger.error("discovery cannot start: \(error)")
+        }
+    }
+
+    private func stopDiscovery() {
+        let (advertiser, browser) = state.withLock { state in
+            defer {
+                state.advertiser = nil
+                state.browser = nil
+            }
+            return (state.advertiser, state.browser)
+        }
+        advertiser?.withdraw()
+        advertiser?.close()
+        browser?.close()
+    }
+
+    // MARK: Status helpers
+
+    private static func report(_ status: ReplicationStatus, database: String, with: String, direction: String) -> AgentStatus.Replication {
+        AgentStatus.Replication(
+            database: database, with: with, direction: direction, state: status.activity.rawValue,
+            docsRead: status.docsRead, docsWritten: status.docsWritten, docWriteFailures: status.docWriteFailures,
+            changesPending: status.changesPending, checkpointedSeq: status.checkpointedSequence?.description,
+            lastError: status.lastError.map { $0.reason })
+    }
+
+    private static func freeBytes(_ directory: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+}
