@@ -29,7 +29,7 @@ public final class Catalog: Sendable {
         return name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "_$()+-/".unicodeScalars.contains($0) }
     }
 
-    fileprivate func path(for name: String) -> String {
+    private func path(for name: String) -> String {
         directory + "/" + name.replacingOccurrences(of: "/", with: "%2F") + ".sqlite"
     }
 
@@ -117,16 +117,5 @@ public final class Catalog: Sendable {
             return Array(open.values)
         }
         for database in databases { database.close() }
-    }
-}
-
-extension Catalog {
-    /// The bytes the database's SQLite files (with its write-ahead log) take on disk.
-    public func sizeOnDisk(_ name: String) -> Int {
-        guard Self.isValidName(name) else { return 0 }
-        return ["", "-wal"].reduce(0) { total, suffix in
-            let size = (try? FileManager.default.attributesOfItem(atPath: path(for: name) + suffix)[.size] as? Int) ?? nil
-            return total + (size ?? 0)
-        }
     }
 }

@@ -58,6 +58,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     var logLevel = "warning"
 
     @OptionGroup var data: DataOptions
+    @OptionGroup var control: ControlOptions
 
     func validate() throws {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
@@ -76,7 +77,7 @@ struct ReplicateCommand: AsyncParsableCommand {
             }
             guard fingerprint == nil, peerUUID == nil else { throw ValidationError("--peer already gives the fingerprint and UUID") }
         }
-        for side in [source, target] where !Self.isURL(side) && !Catalog.isValidName(side) {
+        for side in [source, target] where !EndpointResolver.isURL(side) && !Catalog.isValidName(side) {
             throw ValidationError("'\(RemoteURL.redact(side))' is neither an http(s) URL nor a valid database name")
         }
     }
@@ -84,42 +85,27 @@ struct ReplicateCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "syncd.replicate")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
-        var catalog: Catalog?
-        var remotes: [RemoteEndpoint] = []
-        defer { catalog?.close() }
-        var paired: (peer: PairedPeer, identity: NodeIdentity)?
+        var trust = EndpointResolver.RemoteTrust(fingerprint: fingerprint, peerUUID: peerUUID)
         if let peer {
             let found = try PeerStore(directory: data.path).find(peer)
             guard found.count == 1 else {
                 throw Self.failure(found.isEmpty ? "no paired peer matches \(peer) (see syncd peers)" : "\(peer) matches \(found.count) peers; give more of the ID")
             }
-            paired = (found[0], try NodeIdentity.loadOrCreate(in: data.path))
+            trust.peer = (found[0], try NodeIdentity.loadOrCreate(in: data.path))
         }
-        func endpoint(_ side: String, isTarget: Bool) throws -> any Endpoint {
-            if Self.isURL(side) {
-                let trust: PeerTrust = (paired?.peer.id.fingerprint ?? fingerprint).map { .fingerprint($0) } ?? .system
-                let remote = RemoteEndpoint(RemoteEndpoint.Configuration(
-                    url: try RemoteURL(side), trust: trust, peerUUID: paired?.peer.uuid ?? peerUUID,
-                    clientIdentity: paired?.identity), logger: logger)
-                remotes.append(remote)
-                return remote
-            }
-            if catalog == nil { catalog = try Catalog(directory: data.path) }
-            guard isTarget || catalog!.exists(side) else {
-                throw ValidationError("the source database '\(side)' does not exist in \(data.path)")
-            }
-            return LocalEndpoint(isTarget ? try catalog!.openOrCreate(side) : try catalog!.database(side))
-        }
+        let sides = EndpointResolver(directory: data.path, controlSocket: control.path(data: data), trust: trust, logger: logger)
         var configuration: ReplicationConfiguration
         do {
-            configuration = ReplicationConfiguration(source: try endpoint(source, isTarget: false), target: try endpoint(target, isTarget: true))
+            configuration = ReplicationConfiguration(source: try sides.endpoint(source, isTarget: false),
+                                                     target: try sides.endpoint(target, isTarget: true))
         } catch {
-            for remote in remotes { await remote.shutdown() }
+            await sides.close()
             throw Self.failure(String(describing: error))
         }
         configuration.continuous = continuous
         configuration.batchSize = batchSize
-        configuration.createTarget = createTarget
+        // A local target is created when missing, also when a running agent writes it.
+        configuration.createTarget = createTarget || !EndpointResolver.isURL(target)
         configuration.checkpointInterval = .milliseconds(Int(checkpointInterval * 1000))
         if let selector { configuration.filter = .selector(try JSON(parsing: selector)) }
         if !documentIDs.isEmpty { configuration.filter = .documentIDs(documentIDs.flatMap { $0 }) }
@@ -146,16 +132,12 @@ struct ReplicateCommand: AsyncParsableCommand {
             }
             return final ?? replicator.status
         }
-        for remote in remotes { await remote.shutdown() }
+        await sides.close()
         printer.finish(final)
         if let error = final.lastError { throw Self.failure("replication failed: \(error)") }
         if final.docWriteFailures > 0 {
             throw Self.failure("\(final.docWriteFailures) document(s) could not be replicated", code: 2)
         }
-    }
-
-    private static func isURL(_ side: String) -> Bool {
-        side.lowercased().hasPrefix("http://") || side.lowercased().hasPrefix("https://")
     }
 
     private static func failure(_ message: String, code: Int32 = 1) -> ExitCode {

@@ -15,10 +15,36 @@ struct WriteContext {
     var deletedCount: Int
     var revsLimit: Int
 
+    /// SQLite's `data_version` when the counters were last known true: a commit
+    /// by any other connection (another process on the same file) changes it.
+    var dataVersion: Int64?
+
     /// The sequence for the next change, one past the last.
     mutating func nextSequence() -> UInt64 {
         lastSequence += 1
         return lastSequence
+    }
+
+    /// Inside the write transaction: reads the counters again from the file if another
+    /// connection committed since they were read, so no sequence is issued twice.
+    mutating func refreshIfChangedElsewhere() throws(StoreError) {
+        let pragma = try connection.statement("PRAGMA data_version")
+        defer { pragma.reset() }
+        guard try pragma.step() else { return }
+        let version = pragma.int64(0)
+        defer { dataVersion = version }
+        guard dataVersion != version else { return }
+        let select = try connection.statement("SELECT key, value FROM meta WHERE key IN ('last_seq', 'doc_count', 'del_count', 'revs_limit')")
+        defer { select.reset() }
+        while try select.step() {
+            let value = select.int64(1)
+            switch select.string(0) {
+            case "last_seq": lastSequence = UInt64(clamping: value)
+            case "doc_count": docCount = Int(value)
+            case "del_count": deletedCount = Int(value)
+            default: revsLimit = Int(value)
+            }
+        }
     }
 }
 
@@ -131,13 +157,17 @@ final class Writer: Sendable {
     /// One transaction for the whole batch. Returns each job's result and the
     /// last sequence if the commit changed it.
     private func run(_ batch: [Job], in context: inout WriteContext) -> ([Result<any Sendable, any Error>], UInt64?) {
-        let saved = context
+        let before = context
         let db = context.connection
         do {
             try db.execute("BEGIN IMMEDIATE")
+            try context.refreshIfChangedElsewhere()
         } catch {
+            try? db.execute("ROLLBACK")
+            context = before
             return (batch.map { _ in .failure(error) }, nil)
         }
+        let saved = context
         var results: [Result<any Sendable, any Error>] = []
         results.reserveCapacity(batch.count)
         for job in batch {

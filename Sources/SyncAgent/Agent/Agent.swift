@@ -148,7 +148,7 @@ public final class Agent: Service, Sendable {
         let databases = catalog.names().compactMap { name -> AgentStatus.Database? in
             guard let info = try? catalog.database(name).info() else { return nil }
             return AgentStatus.Database(name: name, docCount: info.docCount, docDelCount: info.deletedDocCount,
-                                        updateSeq: String(info.updateSequence), sizeOnDisk: catalog.sizeOnDisk(name),
+                                        updateSeq: String(info.updateSequence), sizeOnDisk: info.fileSize,
                                         diskFree: free)
         }
         return AgentStatus(

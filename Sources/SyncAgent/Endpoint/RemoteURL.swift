@@ -45,8 +45,24 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The database `database` of the agent listening on the Unix socket at
+    /// `socketPath` (its control socket): how commands reach a data directory
+    /// that a running agent owns.
+    public init(unixSocket socketPath: String, database: String) {
+        scheme = "http+unix"
+        host = socketPath
+        port = 0
+        basePath = ""
+        self.database = database
+        credentials = nil
+    }
+
+    /// Whether this is a database of the agent behind a Unix socket.
+    public var isUnixSocket: Bool { scheme == "http+unix" }
+
     /// `scheme://host:port`, without credentials or path.
     public var origin: String {
+        if isUnixSocket { return "http+unix://" + PathEncoding.segment(host) }
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let defaultPort = scheme == "https" ? 443 : 80
         return "\(scheme)://\(hostPart)\(port == defaultPort ? "" : ":\(port)")"
@@ -56,7 +72,9 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     public var serverURL: String { origin + basePath }
 
     /// The database's URL, without credentials: safe to log.
-    public var description: String { serverURL + "/" + PathEncoding.segment(database) }
+    public var description: String {
+        isUnixSocket ? "local database \(database) (through the agent at \(host))" : serverURL + "/" + PathEncoding.segment(database)
+    }
 
     /// Text with the user information of URLs in it hidden: from each `://` (or, without one,
     /// from the start of the word) to the last `@` after it becomes `***`. A password may hold
