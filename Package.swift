@@ -109,6 +109,7 @@ let package = Package(
                 "SyncAgent",
                 "Discovery",
                 "Locking",
+                "TestBed",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

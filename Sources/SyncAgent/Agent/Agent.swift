@@ -212,23 +212,26 @@ public final class Agent: Service, Sendable {
             }
         }
         let context = PeerLink.Context(catalog: node.listener.catalog, identity: node.listener.identity, addresses: addresses, logger: logger)
-        let stopped: [Task<Void, Never>] = state.withLock { state in
+        let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
+            var changed: [(PeerLink, [String: ReplicationFilter?])] = []
             for (uuid, entry) in state.links {
-                guard let (peer, filters) = wanted[uuid], peer.id == entry.link.peer.id,
-                      filters == entry.link.databases else {
+                guard let (peer, filters) = wanted[uuid], peer.id == entry.link.peer.id else {
                     stopped.append(entry.task)
                     state.links.removeValue(forKey: uuid)
                     continue
                 }
+                if filters != entry.link.databases { changed.append((entry.link, filters)) }
             }
             for (uuid, (peer, filters)) in wanted where state.links[uuid] == nil {
                 let link = PeerLink(peer: peer, databases: filters, context: context)
                 state.links[uuid] = (link, Task { await link.run() })
             }
-            return stopped
+            return (stopped, changed)
         }
         for task in stopped { task.cancel() }
+        // Databases added, removed or refiltered: the link's other replications keep running.
+        for (link, filters) in changed { Task { await link.update(databases: filters) } }
     }
 
     private func stopReplications() async {

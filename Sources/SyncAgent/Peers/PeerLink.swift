@@ -22,65 +22,95 @@ final class PeerLink: Sendable {
     }
 
     /// What the link is doing.
-    enum State: String, Sendable {
+    enum ConnectionState: String, Sendable {
         case connecting, online, offline
     }
 
     /// The peer, as paired.
     let peer: PairedPeer
-    /// The databases pulled, with the pull filter of each.
-    let databases: [String: ReplicationFilter?]
     private let context: Context
-    private let state = Locked<(state: State, address: String?, reason: String?, replications: [String: Replicator])>(
-        (.connecting, nil, nil, [:]))
+    private let state: Locked<State>
+
+    private struct State {
+        var state = ConnectionState.connecting
+        var address: String?
+        var reason: String?
+        /// Where the peer answers and with which certificate, while online.
+        var reached: (address: String, certificate: NIOSSLCertificate)?
+        /// The databases pulled, with the pull filter of each.
+        var databases: [String: ReplicationFilter?]
+        var pulls: [String: Pull] = [:]
+        var wake: AsyncStream<Void>.Continuation?
+    }
+
+    /// One database pulled from the peer.
+    private struct Pull {
+        let filter: ReplicationFilter?
+        let replicator: Replicator
+        let endpoint: RemoteEndpoint
+        let watch: Task<Void, Never>
+    }
 
     init(peer: PairedPeer, databases: [String: ReplicationFilter?], context: Context) {
         self.peer = peer
-        self.databases = databases
         self.context = context
+        state = Locked(State(databases: databases))
+    }
+
+    /// The databases pulled, with the pull filter of each.
+    var databases: [String: ReplicationFilter?] { state.withLock { $0.databases } }
+
+    /// Pulls `databases` from now on: replications of databases whose filter did not
+    /// change keep running; others stop (they checkpoint) or start.
+    func update(databases: [String: ReplicationFilter?]) async {
+        let (stale, reached) = state.withLock { state in
+            state.databases = databases
+            let stale = state.pulls.filter { name, pull in databases[name].map { $0 != pull.filter } ?? true }
+            for name in stale.keys { state.pulls.removeValue(forKey: name) }
+            return (Array(stale.values), state.reached)
+        }
+        await stop(stale)
+        if let reached { startMissing(at: reached.address, certificate: reached.certificate) }
     }
 
     /// The peer's state, address in use and, when offline, why.
-    var connection: (state: State, address: String?, reason: String?) {
+    var connection: (state: ConnectionState, address: String?, reason: String?) {
         state.withLock { ($0.state, $0.address, $0.reason) }
     }
 
     /// The replications running now, by database.
-    var replications: [String: Replicator] { state.withLock { $0.replications } }
+    var replications: [String: Replicator] { state.withLock { $0.pulls.mapValues(\.replicator) } }
 
     /// Keeps the databases in sync until cancelled; stops the replications (they checkpoint) before returning.
     func run() async {
         let wakes = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        state.withLock { $0.wake = wakes.continuation }
         let uuid = peer.uuid.lowercased()
         let watch = Task {
             for await changed in context.addresses.changes() where changed == uuid { wakes.continuation.yield() }
         }
         defer { watch.cancel() }
         var failures = 0
-        var running: (address: String, replicators: [Replicator], endpoints: [RemoteEndpoint], watches: [Task<Void, Never>])?
         var wake = wakes.stream.makeAsyncIterator()
         while !Task.isCancelled {
-            let candidates = context.addresses.candidates(for: uuid).map(\.address)
+            let candidates = context.addresses.candidates(for: uuid).map { $0.address }
+            let current = state.withLock { $0.reached?.address }
             // Keep a working address while it is still a candidate and still answers.
-            if let current = running, candidates.contains(current.address),
-               await reachable(among: [current.address]) != nil {
+            if let current, candidates.contains(current), await reachable(among: [current]) != nil {
                 failures = 0
                 _ = await wake.next()
                 continue
             }
-            if let current = running {
-                await stop(current.replicators, current.endpoints, current.watches)
-                running = nil
-            }
+            if current != nil { await stopAll() }
             guard !candidates.isEmpty else {
-                set(.offline, address: nil, reason: "no address known (not seen on the LAN, none configured)")
+                set(.offline, reason: "no address known (not seen on the LAN, none configured)")
                 _ = await wake.next()
                 continue
             }
-            set(.connecting, address: nil, reason: nil)
+            set(.connecting, reason: nil)
             guard let (address, certificate) = await reachable(among: candidates) else {
                 failures += 1
-                set(.offline, address: nil, reason: "not answering at \(candidates.joined(separator: ", "))")
+                set(.offline, reason: "not answering at \(candidates.joined(separator: ", "))")
                 // Tried again when the address book changes, or after a growing pause.
                 let pause = RetryPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(30)).delay(afterFailures: failures)
                 let timer = Task { [wakes] in
@@ -92,21 +122,23 @@ final class PeerLink: Sendable {
                 continue
             }
             failures = 0
-            running = start(at: address, certificate: certificate, wake: wakes.continuation)
-            set(.online, address: address, reason: nil)
+            state.withLock {
+                $0.reached = (address, certificate)
+                $0.state = .online
+                $0.address = address
+                $0.reason = nil
+            }
+            startMissing(at: address, certificate: certificate)
             context.logger.info("replicating with \(peer.name) at \(address)")
             _ = await wake.next()
         }
-        if let current = running { await stop(current.replicators, current.endpoints, current.watches) }
-        set(.offline, address: nil, reason: "stopped")
+        await stopAll()
+        set(.offline, reason: "stopped")
     }
 
-    /// Starts pulling every database from `address`; a replication going offline wakes the link.
-    private func start(at address: String, certificate: NIOSSLCertificate,
-                       wake: AsyncStream<Void>.Continuation) -> (String, [Replicator], [RemoteEndpoint], [Task<Void, Never>]) {
-        var replicators: [String: Replicator] = [:]
-        var endpoints: [RemoteEndpoint] = []
-        var watches: [Task<Void, Never>] = []
+    /// Starts pulling each database not pulled yet from `address`; a pull going offline wakes the link.
+    private func startMissing(at address: String, certificate: NIOSSLCertificate) {
+        let (databases, wake) = state.withLock { state in (state.databases.filter { state.pulls[$0.key] == nil }, state.wake) }
         for (database, filter) in databases.sorted(by: { $0.key < $1.key }) {
             do {
                 let url = try RemoteURL("https://\(address)/\(PathEncoding.segment(database))")
@@ -118,33 +150,46 @@ final class PeerLink: Sendable {
                 configuration.filter = filter
                 configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
                 let replicator = Replicator(configuration, logger: context.logger)
-                replicator.start()
-                watches.append(Task {
-                    for await status in replicator.statusUpdates() where status.activity == .offline { wake.yield() }
-                })
-                replicators[database] = replicator
-                endpoints.append(remote)
+                let watch = Task {
+                    for await status in replicator.statusUpdates() where status.activity == .offline { wake?.yield() }
+                }
+                let added = state.withLock { state in
+                    guard state.pulls[database] == nil, state.databases[database] != nil else { return false }
+                    state.pulls[database] = Pull(filter: filter, replicator: replicator, endpoint: remote, watch: watch)
+                    return true
+                }
+                if added { replicator.start() } else { watch.cancel() }
             } catch {
                 context.logger.error("cannot replicate \(database) with \(peer.name): \(error)")
             }
         }
-        state.withLock { $0.replications = replicators }
-        return (address, Array(replicators.values), endpoints, watches)
     }
 
-    private func stop(_ replicators: [Replicator], _ endpoints: [RemoteEndpoint], _ watches: [Task<Void, Never>]) async {
-        await withTaskGroup(of: Void.self) { group in
-            for replicator in replicators { group.addTask { await replicator.stop() } }
+    private func stopAll() async {
+        let pulls = state.withLock { state in
+            defer {
+                state.pulls = [:]
+                state.reached = nil
+            }
+            return Array(state.pulls.values)
         }
-        for watch in watches { watch.cancel() }
-        for endpoint in endpoints { await endpoint.shutdown() }
-        state.withLock { $0.replications = [:] }
+        await stop(pulls)
     }
 
-    private func set(_ new: State, address: String?, reason: String?) {
+    private func stop(_ pulls: [Pull]) async {
+        await withTaskGroup(of: Void.self) { group in
+            for pull in pulls { group.addTask { await pull.replicator.stop() } }
+        }
+        for pull in pulls {
+            pull.watch.cancel()
+            await pull.endpoint.shutdown()
+        }
+    }
+
+    private func set(_ new: ConnectionState, reason: String?) {
         state.withLock { state in
             state.state = new
-            state.address = address
+            state.address = new == .online ? state.address : nil
             state.reason = reason
         }
     }

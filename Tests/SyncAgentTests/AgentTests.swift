@@ -1,0 +1,206 @@
+import Foundation
+import Store
+import SyncAgent
+import TestBed
+import XCTest
+
+/// `syncd agent` processes on loopback (discovery off, addresses from pairing):
+/// pairing from the printed invitation, sync both ways, filters, one owner per
+/// data directory, restarts after SIGKILL, reload, and `syncd status`.
+final class AgentTests: XCTestCase {
+    private var directory: TemporaryDirectory!
+
+    override func setUp() async throws { directory = try TemporaryDirectory(prefix: "agent") }
+    override func tearDown() async throws { directory.remove() }
+
+    /// A configuration on loopback at `port` (0: any), without discovery, plus `extra`.
+    static func configuration(port: Int = 0, _ extra: String = "") -> String {
+        """
+        [listener]
+        host = "127.0.0.1"
+        port = \(port)
+        [discovery]
+        enabled = false
+        \(extra)
+        """
+    }
+
+    /// A TCP port free now on loopback.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0 else { throw TestSupportError("cannot bind") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Two agents, B paired with A by A's printed invitation.
+    private func pairedAgents(_ configurationA: String = configuration(), _ configurationB: String = configuration())
+        async throws -> (AgentProcess, AgentProcess) {
+        let a = try await AgentProcess.start(in: directory.path + "/a", configuration: configurationA)
+        let b = try await AgentProcess.start(in: directory.path + "/b", configuration: configurationB)
+        let invitation = try XCTUnwrap(a.invitation, "A printed no invitation: \(a.process.lines)")
+        try b.pair(with: invitation)
+        return (a, b)
+    }
+
+    func testPairedAgentsSyncBothWaysAndFallQuiet() async throws {
+        let (a, b) = try await pairedAgents()
+        defer { a.stop(); b.stop() }
+        try await a.bulk("syncd", (0..<100).map { ["_id": .string("a\($0)"), "n": .number(Double($0))] })
+        try await b.bulk("syncd", (0..<100).map { ["_id": .string("b\($0)")] })
+        let all = Set((0..<100).map { "a\($0)" } + (0..<100).map { "b\($0)" })
+        try await b.waitUntil("B has every document") { try await b.ids("syncd") == all }
+        try await a.waitUntil("A has every document") { try await a.ids("syncd") == all }
+
+        // Edits of one document on both sides: the same winner everywhere, the conflict kept.
+        let current = try await a.get("syncd", "a1")
+        let revision = try XCTUnwrap(current?["_rev"]?.stringValue)
+        try await a.put("syncd", "a1", ["_rev": .string(revision), "side": "a"])
+        try await b.put("syncd", "a1", ["_rev": .string(revision), "side": "b"])
+        try await a.waitUntil("both see both edits") {
+            let onA = try await a.get("syncd", "a1", query: "?conflicts=true")
+            let onB = try await b.get("syncd", "a1", query: "?conflicts=true")
+            return onA?["_conflicts"] != nil && onA?["_rev"] == onB?["_rev"] && onA?["_conflicts"] == onB?["_conflicts"]
+        }
+
+        // Converged: nothing goes back and forth any more.
+        let beforeA = try await a.info("syncd")["update_seq"], beforeB = try await b.info("syncd")["update_seq"]
+        try await Task.sleep(for: .seconds(3))
+        let afterA = try await a.info("syncd")["update_seq"], afterB = try await b.info("syncd")["update_seq"]
+        XCTAssertEqual(beforeA, afterA, "A's update sequence still moves")
+        XCTAssertEqual(beforeB, afterB, "B's update sequence still moves")
+
+        let status = try await b.status()
+        XCTAssertEqual(status.peers.map(\.state), ["online"])
+        XCTAssertEqual(status.replications.map(\.direction), ["pull"])
+        XCTAssertEqual(status.replications.first?.docsWritten, 101, "each of A's revisions crossed to B once")
+    }
+
+    func testPushAndPullFiltersLetExactlyTheMatchingDocumentsCross() async throws {
+        // A offers only public documents; A takes only `wanted` from its peers.
+        let (a, b) = try await pairedAgents(Self.configuration("""
+            [[database]]
+            name = "syncd"
+            push_filter = { selector = { type = "public" } }
+            pull_filter = { doc_ids = ["wanted"] }
+            """))
+        defer { a.stop(); b.stop() }
+        try await a.bulk("syncd", [["_id": "p1", "type": "public"], ["_id": "s1", "type": "secret"], ["_id": "p2", "type": "public"]])
+        try await b.bulk("syncd", [["_id": "wanted"], ["_id": "unwanted"]])
+        try await b.waitUntil("B has A's public documents") { try await b.ids("syncd").isSuperset(of: ["p1", "p2"]) }
+        try await a.waitUntil("A has the wanted document") { try await a.ids("syncd").contains("wanted") }
+        try await Task.sleep(for: .seconds(2))
+        let onB = try await b.ids("syncd")
+        let onA = try await a.ids("syncd")
+        XCTAssertEqual(onB, ["p1", "p2", "wanted", "unwanted"])
+        XCTAssertEqual(onA, ["p1", "s1", "p2", "wanted"])
+    }
+
+    func testASecondAgentRefusesAndReplicateGoesThroughTheRunningAgent() async throws {
+        let a = try await AgentProcess.start(in: directory.path + "/a", configuration: Self.configuration())
+        defer { a.stop() }
+        let second = try runCommand([try TestBed.syncdExecutable, "agent", "--data", a.directory], check: false)
+        XCTAssertNotEqual(second.status, 0)
+        XCTAssertTrue(second.errorOutput.contains("another syncd (pid \(a.process.pid)) is serving the data directory"), second.errorOutput)
+
+        try await a.bulk("syncd", (0..<50).map { ["_id": .string("d\($0)")] })
+        let replicated = try a.syncd(["replicate", "syncd", "copy"])
+        XCTAssertEqual(replicated.status, 0, replicated.output + replicated.errorOutput)
+        let copied = try await a.ids("copy")
+        XCTAssertEqual(copied.count, 50)
+        // The agent's own writes still work afterwards (no "database is locked").
+        try await a.put("copy", "after", ["ok": true])
+        try await a.put("syncd", "after", ["ok": true])
+        let copiedAfter = try await a.ids("copy")
+        XCTAssertEqual(copiedAfter.count, 51)
+    }
+
+    func testSIGKILLedAgentLosesNoAcknowledgedWriteAndResumesFromItsCheckpoint() async throws {
+        let portB = try Self.freePort()
+        let (a, b) = try await pairedAgents(Self.configuration(port: try Self.freePort()), Self.configuration(port: portB))
+        defer { a.stop() }
+        try await a.bulk("syncd", (0..<300).map { ["_id": .string("a\($0)"), "pad": .string(String(repeating: "x", count: 2000))] })
+        try await b.bulk("syncd", (0..<20).map { ["_id": .string("b\($0)")] })
+        try await b.waitUntil("B is replicating") { try await b.ids("syncd").count > 40 }
+        kill(b.process.pid, SIGKILL)
+        _ = b.process.waitForExit(timeout: .seconds(10))
+
+        let restarted = try await AgentProcess.start(in: b.directory)
+        defer { restarted.stop() }
+        let all = Set((0..<300).map { "a\($0)" } + (0..<20).map { "b\($0)" })
+        try await restarted.waitUntil("B has everything") { try await restarted.ids("syncd") == all }
+        try await a.waitUntil("A has B's acknowledged writes") { try await a.ids("syncd") == all }
+        let pulled = try await restarted.status().replications.first
+        XCTAssertLessThan(pulled?.docsWritten ?? 0, 300, "B started over instead of resuming from its checkpoint")
+    }
+
+    func testStatusTellsWhetherAnAgentRunsAndWhatNeedsAttention() async throws {
+        let none = try runCommand([try TestBed.syncdExecutable, "status", "--data", directory.path + "/none"], check: false)
+        XCTAssertEqual(none.status, 3)
+        XCTAssertEqual(none.errorOutput, "no syncd agent is running (no control socket at \(directory.path)/none/control.sock)\n")
+
+        let (a, b) = try await pairedAgents()
+        defer { a.stop() }
+        try await b.waitUntil("B sees A online") { try await b.status().peers.first?.state == "online" }
+        let healthy = try b.syncd(["status"])
+        XCTAssertEqual(healthy.status, 0, healthy.output)
+        XCTAssertTrue(healthy.output.contains("Peers (1):"), healthy.output)
+        XCTAssertTrue(healthy.output.contains("syncd        <- "), healthy.output)
+        let json = try b.syncd(["status", "--json"])
+        let status = try AgentStatus.decoder.decode(AgentStatus.self, from: Data(json.output.utf8))
+        XCTAssertEqual(status.node.urls, b.urls)
+        XCTAssertEqual(status.databases.map(\.name), ["syncd"])
+
+        b.stop()
+        try await a.waitUntil("A sees B offline", timeout: .seconds(90)) { try await a.status().peers.first?.state == "offline" }
+        let attention = try a.syncd(["status"])
+        XCTAssertEqual(attention.status, 1)
+        XCTAssertTrue(attention.output.contains("Problems (1):\n  ! peer "), attention.output)
+    }
+
+    func testReloadAddsADatabaseWithoutRestartingTheOthers() async throws {
+        let (a, b) = try await pairedAgents()
+        defer { a.stop(); b.stop() }
+        try await a.bulk("syncd", (0..<10).map { ["_id": .string("d\($0)")] })
+        try await b.waitUntil("B has A's documents") { try await b.ids("syncd").count == 10 }
+        let shared = """
+            [[database]]
+            name = "syncd"
+            [[database]]
+            name = "notes"
+            """
+        for agent in [a, b] {
+            try Self.configuration(shared).write(toFile: agent.directory + "/syncd.toml", atomically: true, encoding: .utf8)
+            agent.process.signal(SIGHUP)
+        }
+        try await a.put("notes", "n1", ["text": "hello"])
+        try await b.waitUntil("B has the new database's document") { try await b.get("notes", "n1") != nil }
+        let replications = try await b.status().replications
+        XCTAssertEqual(replications.map(\.database), ["notes", "syncd"])
+        XCTAssertEqual(replications.last?.docsWritten, 10, "the unchanged replication was restarted")
+
+        // An invalid file changes nothing and says which key is wrong.
+        try "[listener]\nport = \"x\"\n".write(toFile: b.directory + "/syncd.toml", atomically: true, encoding: .utf8)
+        b.process.signal(SIGHUP)
+        try await b.waitUntil("B logs the refusal") { b.process.errorText.contains("listener.port must be an integer") }
+        let unchanged = try await b.status().replications
+        XCTAssertEqual(unchanged.count, 2)
+    }
+
+    func testAnInvalidConfigurationStopsTheAgentBeforeItStarts() throws {
+        let path = directory.path + "/bad"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try "[[database]]\nname = \"notes\"\npush_filter = { selector = { type = \"a\" }, doc_ids = [\"x\"] }\n"
+            .write(toFile: path + "/syncd.toml", atomically: true, encoding: .utf8)
+        let result = try runCommand([try TestBed.syncdExecutable, "agent", "--data", path], check: false)
+        XCTAssertEqual(result.status, 78)
+        XCTAssertEqual(result.errorOutput, "error: \(path)/syncd.toml: database[1].push_filter must have either selector or doc_ids\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "/notes.sqlite"))
+    }
+}

@@ -1,0 +1,129 @@
+import AsyncHTTPClient
+import Foundation
+import Store
+import SyncAgent
+import TestBed
+
+/// A `syncd agent` child process (on this host or inside a test-bed host),
+/// with its data directory, and the CouchDB API of its control socket.
+final class AgentProcess: Sendable {
+    /// The data directory (holding `syncd.toml` and `control.sock`).
+    let directory: String
+    /// Where the agent is run: `nil` on this host.
+    let host: TestHost?
+    /// The running process.
+    let process: ChildProcess
+    /// The listener URLs it printed.
+    let urls: [String]
+
+    private init(directory: String, host: TestHost?, process: ChildProcess, urls: [String]) {
+        self.directory = directory
+        self.host = host
+        self.process = process
+        self.urls = urls
+    }
+
+    /// Writes `configuration` (TOML) to `DIRECTORY/syncd.toml`, starts the agent and waits for its URLs.
+    static func start(in directory: String, configuration: String? = nil, on host: TestHost? = nil,
+                      arguments: [String] = []) async throws -> AgentProcess {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if let configuration { try configuration.write(toFile: directory + "/syncd.toml", atomically: true, encoding: .utf8) }
+        let command = [try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "info"] + arguments
+        let process = try host?.spawn(command) ?? ChildProcess(command)
+        do {
+            try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+            // The listener's lines come together; the one after them says the agent has started.
+            try await process.waitForLine(timeout: .seconds(10)) { $0.contains("paired peer") || $0.hasPrefix("No peers yet") }
+        } catch {
+            process.stop()
+            throw error
+        }
+        let urls = process.lines.filter { $0.hasPrefix("listening on ") }.map { String($0.dropFirst("listening on ".count)) }
+        return AgentProcess(directory: directory, host: host, process: process, urls: urls)
+    }
+
+    /// The invitation URL the agent printed, when it had no peers.
+    var invitation: String? {
+        process.lines.first { $0.hasPrefix("https://") && $0.contains("#uuid=") }
+    }
+
+    /// The control socket.
+    var controlSocket: String { directory + "/control.sock" }
+
+    /// `http+unix://…`: the agent's CouchDB API, as the data directory's owner.
+    var baseURL: String { ControlClient(socketPath: controlSocket).baseURL }
+
+    /// The listener's port.
+    var port: Int { urls.first.flatMap { $0.split(separator: ":").last }.flatMap { Int($0) } ?? 0 }
+
+    /// Runs `syncd ARGUMENTS --data DIRECTORY` beside the agent (inside its test-bed host, if any).
+    func syncd(_ arguments: [String]) throws -> CommandResult {
+        let command = [try TestBed.syncdExecutable] + arguments + ["--data", directory]
+        if let host { return try host.run(command, check: false, timeout: .seconds(60)) }
+        return try runCommand(command, check: false, timeout: .seconds(60))
+    }
+
+    /// Joins the invitation `url` (`syncd pair URL`).
+    func pair(with url: String) throws {
+        let result = try syncd(["pair", url])
+        guard result.status == 0 else { throw TestSupportError("pairing failed: \(result.output)\(result.errorOutput)") }
+    }
+
+    // MARK: Documents, through the control socket
+
+    /// `PUT /db/id`; returns the new revision.
+    @discardableResult
+    func put(_ database: String, _ id: String, _ body: JSON) async throws -> String {
+        let (status, answer) = try await HTTP.json(.PUT, "\(baseURL)/\(database)/\(id)", body)
+        guard status == 201 || status == 202, let revision = answer["rev"]?.stringValue else {
+            throw TestSupportError("PUT \(database)/\(id): \(status) \(answer.serialized())")
+        }
+        return revision
+    }
+
+    /// `POST /db/_bulk_docs` of `documents`.
+    func bulk(_ database: String, _ documents: [JSON]) async throws {
+        let (status, answer) = try await HTTP.json(.POST, "\(baseURL)/\(database)/_bulk_docs", ["docs": .array(documents)])
+        guard status == 201 else { throw TestSupportError("_bulk_docs: \(status) \(answer.serialized())") }
+    }
+
+    /// `GET /db/id` (with `query`), or nil on 404.
+    func get(_ database: String, _ id: String, query: String = "") async throws -> JSON? {
+        let (status, answer) = try await HTTP.json(.GET, "\(baseURL)/\(database)/\(id)\(query)")
+        return status == 200 ? answer : nil
+    }
+
+    /// `GET /db`: the database's info.
+    func info(_ database: String) async throws -> JSON {
+        try await HTTP.json(.GET, "\(baseURL)/\(database)").json
+    }
+
+    /// The ids of the database's documents.
+    func ids(_ database: String) async throws -> Set<String> {
+        let answer = try await HTTP.json(.GET, "\(baseURL)/\(database)/_all_docs").json
+        return Set((answer["rows"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+    }
+
+    /// The agent's status.
+    func status() async throws -> AgentStatus {
+        try await ControlClient(socketPath: controlSocket).status()
+    }
+
+    /// Waits (up to `timeout`) until `condition` holds.
+    func waitUntil(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else {
+                throw TestSupportError("\(what): not within \(timeout); agent output:\n\(process.lines.suffix(30).joined(separator: "\n"))\n\(process.errorText.suffix(3000))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Stops the agent with SIGTERM and returns its exit status.
+    @discardableResult
+    func stop() -> Int32? {
+        process.stop(grace: .seconds(15))
+        return process.exitStatus
+    }
+}
