@@ -46,7 +46,8 @@ public final class Agent: Service, Sendable {
     public init(directory: String, configurationPath: String, controlSocket: String, logger: Logger) throws {
         let configuration = try AgentConfiguration.load(path: configurationPath)
         var listener = ListenerConfiguration()
-        listener.host = configuration.listenHost
+        // `::` (the default) takes IPv4 too; a host without IPv6 listens on every IPv4 address.
+        listener.host = configuration.listenHost == "::" && !LocalAddresses.canListenOnIPv6 ? "0.0.0.0" : configuration.listenHost
         listener.port = configuration.listenPort
         listener.tls = true
         node = try ServedNode(directory: directory, configuration: listener, name: configuration.name ?? NodeName.current, logger: logger)
@@ -83,9 +84,17 @@ public final class Agent: Service, Sendable {
             group.addTask { [self] in
                 // Peers paired or removed by this process or by other commands beside it.
                 await cancelWhenGracefulShutdown {
+                    var own = LocalAddresses.lan()
                     while !Task.isCancelled {
                         self.reconcilePeers()
                         try? await Task.sleep(for: .seconds(1))
+                        // This node moved: connections from its old address are dead without knowing it.
+                        let now = LocalAddresses.lan()
+                        if now != own {
+                            own = now
+                            self.logger.notice("this node's addresses changed to \(now.joined(separator: ", ")); reconnecting to peers")
+                            for link in self.state.withLock({ $0.links.values.map(\.link) }) { await link.reconnect() }
+                        }
                     }
                 }
                 await stopReplications()
@@ -135,8 +144,8 @@ public final class Agent: Service, Sendable {
                 name: peer.name, id: peer.id.description, uuid: peer.uuid, pairedAt: peer.pairedAt,
                 state: connection?.state.rawValue ?? "offline", address: connection?.address,
                 reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.listener.sharing.databases(for: peer)))
-            for (database, replicator) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
-                replications.append(Self.report(replicator.status, database: database, with: peer.name, direction: "pull"))
+            for (database, status) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
+                replications.append(Self.report(status, database: database, with: peer.name, direction: "pull"))
             }
         }
         for (remote, link) in remotes.sorted(by: { $0.key.url < $1.key.url }) {

@@ -32,7 +32,7 @@ extension Listener {
         }
         if let client = await connections.client(of: context.channel) {
             guard let peer = peers.peer(id: client.id) else { return .stranger(client.id) }
-            peers.seen(client.id, fromHost: context.channel.remoteAddress?.ipAddress)
+            peers.seen(client.id, fromHost: address)
             connections.markPeer(context.channel)
             return .peer(peer)
         }

@@ -14,6 +14,14 @@ struct ListenerContext: RequestContext {
         channel = source.channel
     }
 
-    /// The client's IP address, as text.
-    var clientAddress: String { channel.remoteAddress?.ipAddress ?? "unknown" }
+    /// The client's IP address, as text; an IPv4 client of a dual-stack (`::`)
+    /// listener as plain IPv4, not `::ffff:a.b.c.d`.
+    var clientAddress: String {
+        guard let address = channel.remoteAddress?.ipAddress else { return "unknown" }
+        let mapped = "::ffff:"
+        if address.lowercased().hasPrefix(mapped), address.dropFirst(mapped.count).contains(".") {
+            return String(address.dropFirst(mapped.count))
+        }
+        return address
+    }
 }

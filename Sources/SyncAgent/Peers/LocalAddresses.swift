@@ -24,6 +24,19 @@ public enum LocalAddresses {
         return addresses.isEmpty ? [host] : addresses
     }
 
+    /// Whether this host can listen on IPv6 (`::`); a namespace or kernel without
+    /// it must listen on `0.0.0.0` instead.
+    public static var canListenOnIPv6: Bool {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        } == 0
+    }
+
     /// The numeric addresses of the interfaces that are up, in the system's order.
     static func up(families: Set<Int32>) -> [String] {
         var first: UnsafeMutablePointer<ifaddrs>?

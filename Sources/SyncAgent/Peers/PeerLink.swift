@@ -40,6 +40,8 @@ final class PeerLink: Sendable {
         /// The databases pulled, with the pull filter of each.
         var databases: [String: ReplicationFilter?]
         var pulls: [String: Pull] = [:]
+        /// What the pulls stopped so far carried, by database: added to the running ones' counts.
+        var carried: [String: ReplicationStatus] = [:]
         var wake: AsyncStream<Void>.Continuation?
     }
 
@@ -67,7 +69,7 @@ final class PeerLink: Sendable {
             state.databases = databases
             let stale = state.pulls.filter { name, pull in databases[name].map { $0 != pull.filter } ?? true }
             for name in stale.keys { state.pulls.removeValue(forKey: name) }
-            return (Array(stale.values), state.reached)
+            return (stale, state.reached)
         }
         await stop(stale)
         if let reached { startMissing(at: reached.address, certificate: reached.certificate) }
@@ -78,8 +80,33 @@ final class PeerLink: Sendable {
         state.withLock { ($0.state, $0.address, $0.reason) }
     }
 
-    /// The replications running now, by database.
-    var replications: [String: Replicator] { state.withLock { $0.pulls.mapValues(\.replicator) } }
+    /// Each database's pull: its state now, and its counts since the agent started
+    /// (over every connection the link made, so a document sent twice would show).
+    var replications: [String: ReplicationStatus] {
+        let (pulls, carried) = state.withLock { ($0.pulls, $0.carried) }
+        var result = carried.mapValues { total in
+            var stopped = total
+            stopped.activity = .offline
+            return stopped
+        }
+        for (database, pull) in pulls {
+            var status = pull.replicator.status
+            if let total = carried[database] {
+                status.docsRead += total.docsRead
+                status.docsWritten += total.docsWritten
+                status.docWriteFailures += total.docWriteFailures
+            }
+            result[database] = status
+        }
+        return result.filter { databases[$0.key] != nil }
+    }
+
+    /// Stops every pull and connects again (this node's own addresses changed, so
+    /// its open connections may be dead without knowing it).
+    func reconnect() async {
+        await stopAll()
+        state.withLock { $0.wake }?.yield()
+    }
 
     /// Keeps the databases in sync until cancelled; stops the replications (they checkpoint) before returning.
     func run() async {
@@ -171,16 +198,27 @@ final class PeerLink: Sendable {
                 state.pulls = [:]
                 state.reached = nil
             }
-            return Array(state.pulls.values)
+            return state.pulls
         }
         await stop(pulls)
     }
 
-    private func stop(_ pulls: [Pull]) async {
+    private func stop(_ pulls: [String: Pull]) async {
         await withTaskGroup(of: Void.self) { group in
-            for pull in pulls { group.addTask { await pull.replicator.stop() } }
+            for pull in pulls.values { group.addTask { await pull.replicator.stop() } }
         }
-        for pull in pulls {
+        state.withLock { state in
+            for (database, pull) in pulls {
+                let status = pull.replicator.status
+                var total = state.carried[database] ?? ReplicationStatus()
+                total.docsRead += status.docsRead
+                total.docsWritten += status.docsWritten
+                total.docWriteFailures += status.docWriteFailures
+                total.checkpointedSequence = status.checkpointedSequence ?? total.checkpointedSequence
+                state.carried[database] = total
+            }
+        }
+        for pull in pulls.values {
             pull.watch.cancel()
             await pull.endpoint.shutdown()
         }
