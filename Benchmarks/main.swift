@@ -12,6 +12,8 @@ case "pairing":
     try await runPairingBenchmarks(arguments: Array(arguments.dropFirst()))
 case "discovery":
     try await runDiscoveryBenchmark()
+case "agent":
+    try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
 default:
     print("""
         usage: syncd-bench store [--docs N]     bulk load vs plain SQLite, concurrent writes and read latency, changes feed
@@ -20,6 +22,8 @@ default:
                syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
+               syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
+                                                peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

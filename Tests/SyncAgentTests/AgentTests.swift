@@ -204,3 +204,34 @@ final class AgentTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "/notes.sqlite"))
     }
 }
+
+/// A configured remote: any CouchDB-protocol server, replicated with both ways like a peer.
+final class AgentRemoteTests: XCTestCase {
+    func testAConfiguredRemoteIsKeptTheSameBothWaysWithCredentialsFromAFile() async throws {
+        let directory = try TemporaryDirectory(prefix: "remote")
+        defer { directory.remove() }
+        let server = try await TestListener.start()
+        defer { Task { await server.stop() } }
+        let credentials = directory.path + "/couch.credentials"
+        try "\(TestListener.adminName):\(TestListener.adminPassword)\n".write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+        let agent = try await AgentProcess.start(in: directory.path + "/a", configuration: AgentTests.configuration("""
+            [[remote]]
+            url = "\(server.anonymousURL)/hub"
+            database = "syncd"
+            credentials_file = "\(credentials)"
+            """))
+        defer { agent.stop() }
+        try await agent.put("syncd", "from-agent", ["n": 1])
+        _ = try await HTTP.json(.PUT, server.url + "/hub/from-server", ["n": 2])
+        try await agent.waitUntil("the server's document reaches the agent") { try await agent.get("syncd", "from-server") != nil }
+        try await agent.waitUntil("the agent's document reaches the server") {
+            try await HTTP.json(.GET, server.url + "/hub/from-agent").status == 200
+        }
+        let replications = try await agent.status().replications
+        XCTAssertEqual(replications.map(\.direction), ["pull", "push"])
+        XCTAssertEqual(replications.map(\.with), ["\(server.anonymousURL)/hub", "\(server.anonymousURL)/hub"])
+        XCTAssertFalse(agent.process.lines.joined().contains(TestListener.adminPassword), "a credential was printed")
+        XCTAssertFalse(agent.process.errorText.contains(TestListener.adminPassword), "a credential was logged")
+    }
+}

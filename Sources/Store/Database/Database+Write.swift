@@ -121,8 +121,9 @@ extension Database {
         attachments.release(staged)
     }
 
-    /// A new random document id: 32 hex digits, as CouchDB makes them.
-    static func newDocumentID() -> String {
+    /// A new random id: 32 lower-case hex digits, as CouchDB makes document ids, database
+    /// uuids and `_uuids`.
+    public static func newDocumentID() -> String {
         UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
     }
 }

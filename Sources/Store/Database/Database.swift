@@ -102,7 +102,7 @@ public final class Database: Sendable {
         while try select.step() { values[select.string(0)] = select.value(1) }
         var uuid = values["uuid"]?.text ?? ""
         if uuid.isEmpty {
-            uuid = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            uuid = Self.newDocumentID()
             let insert = try db.statement("INSERT INTO meta(key, value) VALUES ('uuid', ?), ('revs_limit', 1000)")
             insert.bind(uuid, at: 1)
             try insert.run()

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// Talks to a running agent through its control socket: what `syncd status`
 /// and the other commands use while an agent owns the data directory.
@@ -44,23 +45,27 @@ public struct ControlClient: Sendable {
 
     /// The agent's status.
     public func status() async throws -> AgentStatus {
-        guard agentExists else { throw Failure.noAgent(socketPath) }
-        guard access(socketPath, R_OK | W_OK) == 0 else { throw Failure.notPermitted(socketPath) }
-        let body: ByteBuffer
-        do {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/_syncd"), timeout: .seconds(10))
-            guard response.status == .ok else { throw Failure.badAnswer("HTTP \(response.status.code)") }
-            body = try await response.body.collect(upTo: 16 << 20)
-        } catch let failure as Failure {
-            throw failure
-        } catch {
-            // A socket left by an agent that was killed: nobody accepts on it.
-            throw Failure.noAgent(socketPath)
-        }
+        let (status, body) = try await request(.GET, "/_syncd")
+        guard status == 200 else { throw Failure.badAnswer("HTTP \(status)") }
         do {
             return try AgentStatus.decoder.decode(AgentStatus.self, from: Data(buffer: body))
         } catch {
             throw Failure.badAnswer("\(error)")
+        }
+    }
+
+    /// Sends `method path` to the agent's CouchDB API and returns the status and body.
+    public func request(_ method: HTTPMethod, _ path: String) async throws -> (status: Int, body: ByteBuffer) {
+        guard agentExists else { throw Failure.noAgent(socketPath) }
+        guard access(socketPath, R_OK | W_OK) == 0 else { throw Failure.notPermitted(socketPath) }
+        do {
+            var request = HTTPClientRequest(url: baseURL + path)
+            request.method = method
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            return (Int(response.status.code), try await response.body.collect(upTo: 16 << 20))
+        } catch {
+            // A socket left by an agent that was killed: nobody accepts on it.
+            throw Failure.noAgent(socketPath)
         }
     }
 }

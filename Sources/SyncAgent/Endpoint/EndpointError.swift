@@ -37,15 +37,7 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// A store error of a local endpoint, with the status CouchDB would give it.
     public init(_ error: StoreError, endpoint: String) {
-        let status = switch error.kind {
-        case .badRequest: 400
-        case .notFound: 404
-        case .conflict: 409
-        case .preconditionFailed: 412
-        case .tooLarge: 413
-        case .internal: 500
-        }
-        self.init(status: status, error: error.error, reason: error.reason, endpoint: endpoint)
+        self.init(status: error.kind.status, error: error.error, reason: error.reason, endpoint: endpoint)
     }
 
     /// No connection could be made (see ``cannotConnect(_:_:)``).
@@ -67,5 +59,19 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The endpoint and what went wrong, without credentials.
     public var description: String {
         status == 0 ? "\(endpoint): \(reason)" : "\(endpoint): \(status) \(error): \(reason)"
+    }
+}
+
+extension StoreError.Kind {
+    /// The HTTP status CouchDB answers this kind of error with.
+    var status: Int {
+        switch self {
+        case .badRequest: 400
+        case .notFound: 404
+        case .conflict: 409
+        case .preconditionFailed: 412
+        case .tooLarge: 413
+        case .internal: 500
+        }
     }
 }

@@ -20,15 +20,7 @@ struct CouchError: Error, Sendable {
 
     /// The answer CouchDB gives for a store error.
     init(_ storeError: StoreError) {
-        let status: HTTPResponse.Status = switch storeError.kind {
-        case .badRequest: .badRequest
-        case .notFound: .notFound
-        case .conflict: .conflict
-        case .preconditionFailed: .preconditionFailed
-        case .tooLarge: .contentTooLarge
-        case .internal: .internalServerError
-        }
-        self.init(status, storeError.error, storeError.reason)
+        self.init(HTTPResponse.Status(code: storeError.kind.status), storeError.error, storeError.reason)
     }
 
     static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }

@@ -18,7 +18,7 @@ extension CouchResponder {
             let db = try catalog.database(name)
             var object = try await exchange.readObject(limit: configuration.maximumRequestSize)
             if object["_id"] == nil {
-                object["_id"] = .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
+                object["_id"] = .string(Database.newDocumentID())
             }
             try listener.checkWrite(ids: [object["_id"]?.stringValue ?? ""], by: exchange.principal, in: name)
             return try await writeDocument(.object(object), in: db, exchange: exchange)

@@ -27,7 +27,7 @@ extension CouchResponder {
             return Self.json(.array(catalog.names().map { .string($0) }))
         case ("_uuids", .get):
             let count = min(try exchange.query.integer("count") ?? 1, 1000)
-            let uuids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
+            let uuids = (0..<count).map { _ in JSON.string(Database.newDocumentID()) }
             return Self.json(["uuids": .array(uuids)])
         case ("_pair", .post):
             return try await pair(&exchange)

@@ -1,0 +1,213 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Store
+import SyncAgent
+import TestBed
+
+/// `syncd agent` in the network-namespace test bed (root), through the real command line:
+///
+/// - pairing done → the first document replicated (fresh agents each run);
+/// - a peer's address change → its replication resumed, and documents read twice;
+/// - write on A → readable on B through B's API (a longpoll feed), p50/p99;
+/// - convergence of 3 × 1,000 concurrent writes through a hub with three peers;
+/// - that hub's CPU and RSS while idle (30 s).
+func runAgentBenchmarks(arguments: [String]) async throws {
+    let runs = option("runs", in: arguments, default: 3)
+    let samples = option("samples", in: arguments, default: 300)
+    var pairing: [Double] = []
+    var resume: [Double] = []
+    var resent = 0
+    for run in 0..<runs {
+        try await TestBed.with(hosts: 2) { bed in
+            let folder = temporaryDirectory("agent-\(run)")
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let a = try await BenchAgent.start(folder + "/a", on: bed["a"])
+            let b = try await BenchAgent.start(folder + "/b", on: bed["b"])
+            defer { a.stop(); b.stop() }
+            _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
+            let start = now()
+            try b.pair(with: try a.invitation())
+            try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
+            pairing.append(now() - start)
+
+            // B writes every 20 ms and moves to a new address meanwhile.
+            let writer = Task {
+                var index = 0
+                while !Task.isCancelled {
+                    _ = try? await b.send(.PUT, "/syncd/w\(index)", body: "{}")
+                    index += 1
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            try await Task.sleep(for: .seconds(2))
+            let sequenceBefore = try await b.updateSequence()
+            let moved = now()
+            try bed["b"].setIPv4("10.213.0.\(90 + run)")
+            // Resumed: A holds a document B wrote after it moved.
+            try await a.waitUntil(timeout: 60) {
+                let changes = try await b.send(.GET, "/syncd/_changes?since=\(sequenceBefore)&limit=1")
+                guard let id = changes.json["results"]?.arrayValue?.first?["id"]?.stringValue else { return false }
+                return try await a.send(.GET, "/syncd/\(id)").status == 200
+            }
+            resume.append(now() - moved)
+            writer.cancel()
+            _ = await writer.result
+            let written = try await b.documentCount()
+            try await a.waitUntil { try await a.documentCount() == written + 1 }
+            let read = try await a.status().replications.first { $0.direction == "pull" }?.docsRead ?? 0
+            resent += read - written
+        }
+    }
+    print("syncd agent in the test bed (network namespaces with avahi-daemons), \(runs) runs")
+    figure("pairing done -> first document replicated, median", percentile(pairing, 50) * 1000, "ms")
+    figure("pairing done -> first document replicated, max", (pairing.max() ?? .nan) * 1000, "ms")
+    figure("peer address change -> replication resumed, median (goal <= 3000)", percentile(resume, 50) * 1000, "ms")
+    figure("peer address change -> replication resumed, max", (resume.max() ?? .nan) * 1000, "ms")
+    figure("documents read twice across the address changes (goal 0)", Double(resent), "docs")
+
+    try await TestBed.with(hosts: 4) { bed in
+        let folder = temporaryDirectory("agent-mesh")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var agents: [BenchAgent] = []
+        for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host)) }
+        defer { agents.forEach { $0.stop() } }
+        let hub = agents[0]
+        for spoke in agents.dropFirst() {
+            try spoke.pair(with: try await hub.newInvitation())
+        }
+        try await hub.waitUntil { try await hub.status().peers.allSatisfy { $0.state == "online" } }
+
+        // Latency: write on a spoke, read on another spoke, through the hub.
+        let (writer, reader) = (agents[1], agents[2])
+        _ = try await writer.send(.PUT, "/syncd/warmup", body: "{}")
+        try await reader.waitUntil { try await reader.send(.GET, "/syncd/warmup").status == 200 }
+        var twoHops: [Double] = []
+        var oneHop: [Double] = []
+        for n in 0..<samples {
+            for (source, target, into) in [(writer, reader, 0), (hub, reader, 1)] {
+                let since = try await target.updateSequence()
+                let start = now()
+                async let arrived = target.send(.GET, "/syncd/_changes?feed=longpoll&since=\(since)&timeout=10000")
+                _ = try await source.send(.PUT, "/syncd/s\(n)-\(into)", body: "{}")
+                _ = try await arrived
+                if into == 0 { twoHops.append((now() - start) * 1000) } else { oneHop.append((now() - start) * 1000) }
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        figure("write on A -> readable on B (peers), p50 (goal <= 10)", percentile(oneHop, 50), "ms", decimals: 1)
+        figure("write on A -> readable on B (peers), p99 (goal <= 50)", percentile(oneHop, 99), "ms", decimals: 1)
+        figure("write on A -> readable on C through B, p50", percentile(twoHops, 50), "ms", decimals: 1)
+        figure("write on A -> readable on C through B, p99", percentile(twoHops, 99), "ms", decimals: 1)
+
+        // Convergence: 1,000 documents on each spoke at once.
+        let before = try await hub.documentCount()
+        let start = now()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, spoke) in agents.dropFirst().enumerated() {
+                group.addTask {
+                    for batch in 0..<10 {
+                        let docs = (0..<100).map { #"{"_id":"c\#(index)-\#(batch * 100 + $0)"}"# }.joined(separator: ",")
+                        _ = try await spoke.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        for agent in agents { try await agent.waitUntil(timeout: 300) { try await agent.documentCount() == before + 3000 } }
+        figure("3 x 1,000 concurrent writes -> on all four hosts", now() - start, "s", decimals: 2)
+
+        // Idle: the hub with three peers, nothing to do.
+        try await Task.sleep(for: .seconds(5))
+        let (cpuBefore, idleStart) = (hub.cpuSeconds(), now())
+        try await Task.sleep(for: .seconds(30))
+        figure("idle hub with 3 peers: CPU", (hub.cpuSeconds() - cpuBefore) / (now() - idleStart) * 100, "%", decimals: 2)
+        figure("idle hub with 3 peers: RSS", Double(hub.residentKilobytes()) / 1024, "MB", decimals: 1)
+    }
+}
+
+/// A `syncd agent` inside a test-bed host, reached through its control socket.
+private final class BenchAgent: Sendable {
+    let directory: String
+    let host: TestHost
+    let process: ChildProcess
+    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+
+    private init(directory: String, host: TestHost, process: ChildProcess) {
+        self.directory = directory
+        self.host = host
+        self.process = process
+    }
+
+    static func start(_ directory: String, on host: TestHost) async throws -> BenchAgent {
+        let process = try host.spawn([try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "warning"])
+        try await process.waitForLine(timeout: .seconds(60)) { $0.contains("paired peer") || $0.hasPrefix("No peers yet") }
+        return BenchAgent(directory: directory, host: host, process: process)
+    }
+
+    var base: String { ControlClient(socketPath: directory + "/control.sock").baseURL }
+
+    func invitation() throws -> String {
+        guard let line = process.lines.first(where: { $0.hasPrefix("https://") }) else { throw BenchError("no invitation printed") }
+        return line
+    }
+
+    /// An invitation made by `syncd pair --json` beside the running agent.
+    func newInvitation() async throws -> String {
+        let pair = try host.spawn([try TestBed.syncdExecutable, "pair", "--json", "--data", directory])
+        let (_, line) = try await pair.waitForLine(timeout: .seconds(30)) { $0.hasPrefix("{") }
+        guard let url = (try JSON(parsing: line))["url"]?.stringValue else { throw BenchError("no invitation URL in \(line)") }
+        return url
+    }
+
+    func pair(with url: String) throws {
+        let result = try host.run([try TestBed.syncdExecutable, "pair", url, "--data", directory], check: false, timeout: .seconds(60))
+        guard result.status == 0 else { throw BenchError("pairing failed: \(result.errorOutput)") }
+    }
+
+    func send(_ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> (status: Int, json: JSON) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), (try? JSON(parsing: bytes.readableBytesView)) ?? .null)
+    }
+
+    func updateSequence() async throws -> Int { try await send(.GET, "/syncd").json["update_seq"]?.intValue ?? 0 }
+    func documentCount() async throws -> Int { try await send(.GET, "/syncd").json["doc_count"]?.intValue ?? 0 }
+    func status() async throws -> AgentStatus { try await ControlClient(socketPath: directory + "/control.sock").status() }
+
+    func waitUntil(_ what: String = #function + " line \(#line)", line: Int = #line, timeout: Double = 60,
+                   _ condition: () async throws -> Bool) async throws {
+        let deadline = now() + timeout
+        while try await !condition() {
+            guard now() < deadline else { throw BenchError("line \(line): not within \(timeout) s") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// User and system CPU seconds the agent used so far.
+    func cpuSeconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    func residentKilobytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return 0 }
+        let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+    }
+
+    func stop() {
+        process.stop(grace: .seconds(10))
+        try? client.syncShutdown()
+    }
+}
