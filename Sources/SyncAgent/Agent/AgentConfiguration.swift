@@ -72,6 +72,13 @@ public struct AgentConfiguration: Sendable, Equatable {
         /// What this node takes from that peer; `nil` takes everything.
         public var pullFilter: ReplicationFilter?
 
+        /// Filters for the peer named `peer`.
+        public init(peer: String, pushFilter: ReplicationFilter? = nil, pullFilter: ReplicationFilter? = nil) {
+            self.peer = peer
+            self.pushFilter = pushFilter
+            self.pullFilter = pullFilter
+        }
+
         /// Whether `paired` is the peer named.
         public func matches(_ paired: PairedPeer) -> Bool { PeerStore.matches(paired, peer) }
     }
@@ -82,6 +89,12 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var peer: String
         /// `host:port` addresses (IPv6 in brackets).
         public var addresses: [String]
+
+        /// The addresses of the peer named `peer`.
+        public init(peer: String, addresses: [String]) {
+            self.peer = peer
+            self.addresses = addresses
+        }
     }
 
     /// A database on a CouchDB server, replicated with continuously both ways.
@@ -92,6 +105,13 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var database: String
         /// A file holding `user:password` for the server (mode 0600), if it needs them.
         public var credentialsFile: String?
+
+        /// The remote database at `url`, kept the same as the local `database`.
+        public init(url: String, database: String, credentialsFile: String? = nil) {
+            self.url = url
+            self.database = database
+            self.credentialsFile = credentialsFile
+        }
     }
 
     /// The configured database `name`, if any.

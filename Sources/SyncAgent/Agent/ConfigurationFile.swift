@@ -95,7 +95,7 @@ extension AgentConfiguration {
             try discovery.only(["enabled", "service_type"])
             if let enabled = try discovery.bool("enabled") { self.discovery = enabled }
             if let type = try discovery.string("service_type") {
-                do { serviceType = try ServiceType(type) } catch { throw discovery.error("service_type", "\(error)") }
+                do { serviceType = try ServiceType(type) } catch { throw discovery.error("service_type", "is not valid: \(error)") }
             }
         }
         let configured = try file.tables("database")

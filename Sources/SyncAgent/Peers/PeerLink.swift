@@ -42,7 +42,17 @@ final class PeerLink: Sendable {
         var pulls: [String: Pull] = [:]
         /// What the pulls stopped so far carried, by database: added to the running ones' counts.
         var carried: [String: ReplicationStatus] = [:]
-        var wake: AsyncStream<Void>.Continuation?
+        var wake: AsyncStream<Wake>.Continuation?
+    }
+
+    /// Why the link looks again at where the peer is.
+    private enum Wake: Sendable {
+        /// The address book changed: the peer may have moved.
+        case addresses
+        /// A pull went offline: the address in use may be dead.
+        case offline
+        /// A pause after failing to reach the peer ended.
+        case retry
     }
 
     /// One database pulled from the peer.
@@ -104,34 +114,52 @@ final class PeerLink: Sendable {
     /// Stops every pull and connects again (this node's own addresses changed, so
     /// its open connections may be dead without knowing it).
     func reconnect() async {
-        await stopAll()
-        state.withLock { $0.wake }?.yield()
+        await stopAll(quickly: true)
+        state.withLock { $0.wake }?.yield(.addresses)
     }
 
     /// Keeps the databases in sync until cancelled; stops the replications (they checkpoint) before returning.
     func run() async {
-        let wakes = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let wakes = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .bufferingNewest(8))
         state.withLock { $0.wake = wakes.continuation }
         let uuid = peer.uuid.lowercased()
         let watch = Task {
-            for await changed in context.addresses.changes() where changed == uuid { wakes.continuation.yield() }
+            for await changed in context.addresses.changes() where changed == uuid { wakes.continuation.yield(.addresses) }
         }
         defer { watch.cancel() }
         var failures = 0
-        var wake = wakes.stream.makeAsyncIterator()
+        var iterator = wakes.stream.makeAsyncIterator()
+        var reason = Wake.addresses
         while !Task.isCancelled {
             let candidates = context.addresses.candidates(for: uuid).map { $0.address }
-            let current = state.withLock { $0.reached?.address }
-            // Keep a working address while it is still a candidate and still answers.
-            if let current, candidates.contains(current), await reachable(among: [current]) != nil {
+            if let current = state.withLock({ $0.reached?.address }) {
+                switch reason {
+                case .addresses:
+                    // Every candidate is tried at once; the first to show the peer's certificate wins, so a
+                    // dead address loses to a live one without waiting for its timeout.
+                    if let (address, certificate) = await reachable(among: candidates), address != current {
+                        await stopAll(quickly: true)
+                        connected(at: address, certificate: certificate)
+                    } else if !candidates.contains(current) {
+                        await stopAll(quickly: true)
+                        continue
+                    }
+                case .offline:
+                    // A pull lost its connection: keep the address if it still answers (the pulls retry).
+                    if await reachable(among: [current]) == nil {
+                        await stopAll(quickly: true)
+                        continue
+                    }
+                case .retry:
+                    break
+                }
                 failures = 0
-                _ = await wake.next()
+                reason = await iterator.next() ?? .retry
                 continue
             }
-            if current != nil { await stopAll() }
             guard !candidates.isEmpty else {
                 set(.offline, reason: "no address known (not seen on the LAN, none configured)")
-                _ = await wake.next()
+                reason = await iterator.next() ?? .retry
                 continue
             }
             set(.connecting, reason: nil)
@@ -142,25 +170,30 @@ final class PeerLink: Sendable {
                 let pause = RetryPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(30)).delay(afterFailures: failures)
                 let timer = Task { [wakes] in
                     try? await Task.sleep(for: pause)
-                    wakes.continuation.yield()
+                    wakes.continuation.yield(.retry)
                 }
-                _ = await wake.next()
+                reason = await iterator.next() ?? .retry
                 timer.cancel()
                 continue
             }
             failures = 0
-            state.withLock {
-                $0.reached = (address, certificate)
-                $0.state = .online
-                $0.address = address
-                $0.reason = nil
-            }
-            startMissing(at: address, certificate: certificate)
-            context.logger.info("replicating with \(peer.name) at \(address)")
-            _ = await wake.next()
+            connected(at: address, certificate: certificate)
+            reason = await iterator.next() ?? .retry
         }
-        await stopAll()
+        await stopAll(quickly: false)
         set(.offline, reason: "stopped")
+    }
+
+    /// Records that the peer answers at `address` and starts the pulls there.
+    private func connected(at address: String, certificate: NIOSSLCertificate) {
+        state.withLock {
+            $0.reached = (address, certificate)
+            $0.state = .online
+            $0.address = address
+            $0.reason = nil
+        }
+        startMissing(at: address, certificate: certificate)
+        context.logger.info("replicating with \(peer.name) at \(address)")
     }
 
     /// Starts pulling each database not pulled yet from `address`; a pull going offline wakes the link.
@@ -178,7 +211,7 @@ final class PeerLink: Sendable {
                 configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task {
-                    for await status in replicator.statusUpdates() where status.activity == .offline { wake?.yield() }
+                    for await status in replicator.statusUpdates() where status.activity == .offline { wake?.yield(.offline) }
                 }
                 let added = state.withLock { state in
                     guard state.pulls[database] == nil, state.databases[database] != nil else { return false }
@@ -192,7 +225,10 @@ final class PeerLink: Sendable {
         }
     }
 
-    private func stopAll() async {
+    /// Stops every pull. `quickly`: the address is dead or being left, so the connections
+    /// are closed first and the pulls' last checkpoint on the peer does not wait for a timeout
+    /// (the checkpoints they made while running stand).
+    private func stopAll(quickly: Bool) async {
         let pulls = state.withLock { state in
             defer {
                 state.pulls = [:]
@@ -200,6 +236,7 @@ final class PeerLink: Sendable {
             }
             return state.pulls
         }
+        if quickly { for pull in pulls.values { await pull.endpoint.shutdown() } }
         await stop(pulls)
     }
 

@@ -1,0 +1,111 @@
+import Discovery
+import Store
+import SyncAgent
+import Testing
+
+/// `syncd.toml`: every key read, defaults, and errors that name the key.
+struct AgentConfigurationTests {
+    @Test func everyKeyIsRead() throws {
+        let configuration = try AgentConfiguration(toml: """
+            [node]
+            name = "kitchen"
+            [listener]
+            host = "0.0.0.0"
+            port = 7000
+            [discovery]
+            enabled = false
+            service_type = "_notes._tcp"
+            [[database]]
+            name = "notes"
+            push_filter = { selector = { type = "note" } }
+            pull_filter = { doc_ids = ["a", "b"] }
+              [[database.peer]]
+              peer = "ABCD-EFGH"
+              push_filter = { doc_ids = ["shared"] }
+            [[database]]
+            name = "photos"
+            [[peer]]
+            peer = "garage"
+            addresses = ["10.0.7.2:6984", "[fd00::2]:6984"]
+            [[remote]]
+            url = "https://couch.example.org:6984/notes"
+            database = "notes"
+            credentials_file = "/etc/syncd/couch.credentials"
+            """)
+        #expect(configuration.name == "kitchen")
+        #expect(configuration.listenHost == "0.0.0.0" && configuration.listenPort == 7000)
+        let notesType = try ServiceType("_notes._tcp")
+        #expect(!configuration.discovery && configuration.serviceType == notesType)
+        #expect(configuration.databases.map(\.name) == ["notes", "photos"])
+        let notes = try #require(configuration.database("notes"))
+        #expect(notes.pushFilter == .selector(["type": "note"]))
+        #expect(notes.pullFilter == .documentIDs(["a", "b"]))
+        #expect(notes.peerFilters.map(\.peer) == ["ABCD-EFGH"])
+        #expect(notes.peerFilters.first?.pushFilter == .documentIDs(["shared"]))
+        #expect(notes.peerFilters.first?.pullFilter == nil)
+        #expect(configuration.peers == [.init(peer: "garage", addresses: ["10.0.7.2:6984", "[fd00::2]:6984"])])
+        #expect(configuration.remotes == [.init(url: "https://couch.example.org:6984/notes", database: "notes",
+                                                credentialsFile: "/etc/syncd/couch.credentials")])
+    }
+
+    @Test func anEmptyFileIsTheDefaults() throws {
+        let configuration = try AgentConfiguration(toml: "")
+        #expect(configuration == AgentConfiguration())
+        #expect(configuration.listenHost == "::" && configuration.listenPort == 6984 && configuration.discovery)
+        #expect(configuration.databases.map(\.name) == ["syncd"])
+        let missing = try AgentConfiguration.load(path: "/nonexistent/syncd.toml")
+        #expect(missing == AgentConfiguration())
+    }
+
+    @Test(arguments: [
+        ("[listener]\nport = \"x\"", "listener.port must be an integer"),
+        ("[listener]\nport = 70000", "listener.port must be between 0 and 65535"),
+        ("[listner]\nport = 1", "unknown key listner (known here: database, discovery, listener, node, peer, remote)"),
+        ("[node]\nname = \"\"", "node.name must be 1 to 63 bytes"),
+        ("[discovery]\nservice_type = \"syncd\"", "discovery.service_type is not valid: invalid DNS-SD service type 'syncd' (expected e.g. _syncd._tcp)"),
+        ("[[database]]\npush_filter = { doc_ids = [\"a\"] }", "database[1].name is missing"),
+        ("[[database]]\nname = \"Notes\"", "database[1].name 'Notes' is not a valid database name"),
+        ("[[database]]\nname = \"a\"\n[[database]]\nname = \"a\"", "database[2].name 'a' is configured twice"),
+        ("[[database]]\nname = \"a\"\npull_filter = { doc_ids = [] }", "database[1].pull_filter.doc_ids names no document"),
+        ("[[database]]\nname = \"a\"\npull_filter = { selector = 3 }", "database[1].pull_filter.selector must be a table (a Mango selector)"),
+        ("[[database]]\nname = \"a\"\npull_filter = { selector = { n = { \"$nope\" = 1 } } }",
+         "database[1].pull_filter.selector is not a valid selector: "),
+        ("[[database]]\nname = \"a\"\n[[database.peer]]\npush_filter = { doc_ids = [\"x\"] }", "database[1].peer[1].peer is missing (a peer's ID or name)"),
+        ("[[peer]]\npeer = \"x\"\naddresses = [\"nowhere\"]", "peer[1].addresses 'nowhere' is not host:port"),
+        ("[[remote]]\nurl = \"https://u:secret@h/db\"\ndatabase = \"db\"", "remote[1].url must not hold credentials: put them in credentials_file"),
+        ("[[remote]]\nurl = \"ftp://h/db\"\ndatabase = \"db\"", "remote[1].url "),
+        ("a = = 1", "not valid TOML at line 1, column 5: "),
+    ])
+    func errorsNameTheKey(toml: String, message: String) throws {
+        let error = #expect(throws: ConfigurationError.self) { try AgentConfiguration(toml: toml) }
+        #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+        #expect(error?.message.contains("secret") == false)
+    }
+}
+
+/// The address book: sources in order, without repeats, and change notices.
+struct AddressBookTests {
+    @Test func candidatesComeDiscoveredThenConfiguredThenRecordedWithoutRepeats() async throws {
+        let book = AddressBook()
+        let uuid = "2c0e11aa22bb33cc44dd55ee66ff7788"
+        var changes = book.changes().makeAsyncIterator()
+        book.record(uuid: uuid, ["10.0.0.5:6984", "10.0.0.9:6984"])
+        #expect(await changes.next() == uuid)
+        book.configure(uuid: uuid, ["10.0.0.9:6984", "peer.example:6984"])
+        #expect(await changes.next() == uuid)
+        let peer = Peer(uuid: uuid, name: "b", type: .syncd, domain: "local", hostName: "b.local",
+                        addresses: [PeerAddress(family: .ipv6, ip: "fe80::1", interfaceIndex: 2, interfaceName: "eth0"),
+                                    PeerAddress(family: .ipv4, ip: "10.0.0.7", interfaceIndex: 2, interfaceName: "eth0")],
+                        port: 6984, txt: [:])
+        book.discovered(.appeared(peer))
+        #expect(await changes.next() == uuid)
+        #expect(book.candidates(for: uuid.uppercased()).map(\.address)
+                == ["10.0.0.7:6984", "[fe80::1%eth0]:6984", "10.0.0.9:6984", "peer.example:6984", "10.0.0.5:6984"])
+        #expect(book.candidates(for: uuid).map(\.source) == [.discovered, .discovered, .configured, .configured, .recorded])
+        // The same again is no change; a departure is.
+        book.record(uuid: uuid, ["10.0.0.5:6984", "10.0.0.9:6984"])
+        book.discovered(.gone(peer))
+        #expect(await changes.next() == uuid)
+        #expect(book.candidates(for: uuid).map(\.source) == [.configured, .configured, .recorded])
+    }
+}
