@@ -106,12 +106,16 @@ final class AgentMeshTests: XCTestCase {
                 }
             }
             try await Task.sleep(for: .seconds(1))
+            if ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil { print("moving at \(Date())") }
             try bed["b"].setIPv4("10.213.0.77")
             try await writing.value
             try await a.waitUntil("A has everything B wrote, from B's new address", timeout: .seconds(60)) {
                 try await a.ids("syncd").count == 300
             }
             let status = try await a.status()
+            if ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil {
+                print("A:\n" + a.process.errorText + "\nB:\n" + b.process.errorText)
+            }
             XCTAssertEqual(status.peers.first?.address, "10.213.0.77:6984")
             XCTAssertEqual(status.replications.first?.docsRead, 300, "a document crossed twice (or was missed)")
             // And B, whose own connections died with its old address, still receives.

@@ -236,7 +236,9 @@ final class PeerLink: Sendable {
             }
             return state.pulls
         }
-        if quickly { for pull in pulls.values { await pull.endpoint.shutdown() } }
+        // Closing a client waits for its connections to close, which a dead address makes slow:
+        // its requests fail at once, the closing itself goes on in the background.
+        if quickly { for pull in pulls.values { Task { await pull.endpoint.shutdown() } } }
         await stop(pulls)
     }
 
@@ -257,7 +259,7 @@ final class PeerLink: Sendable {
         }
         for pull in pulls.values {
             pull.watch.cancel()
-            await pull.endpoint.shutdown()
+            Task { await pull.endpoint.shutdown() }
         }
     }
 
