@@ -112,7 +112,8 @@ extension Listener {
         case .server(let name):
             switch name {
             case "_up", "_session", "_pair": return .open
-            case "_all_dbs": return .serverAdmin
+            // CouchDB's _node endpoints also let the `_metrics` role scrape; syncd has no such role yet.
+            case "_all_dbs", "_active_tasks", "_scheduler/jobs", "_scheduler/docs", "_node/_local/_prometheus": return .serverAdmin
             default: return .authenticated
             }
         case .database(let name):
