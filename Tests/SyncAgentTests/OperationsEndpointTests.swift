@@ -39,6 +39,9 @@ final class OperationsEndpointTests: XCTestCase {
         XCTAssertEqual(task["docs_written"], 25)
         XCTAssertEqual(task["doc_write_failures"], 0)
         XCTAssertEqual(task["changes_pending"], 0)
+        XCTAssertEqual(task["revisions_checked"], 25)
+        XCTAssertEqual(task["missing_revisions_found"], 25)
+        XCTAssertEqual(task["through_seq"], .number(Double(try source.info().updateSequence)))
         XCTAssertNotNil(task["started_on"]?.intValue)
 
         let (jobsStatus, jobs) = try await HTTP.json(.GET, server.url + "/_scheduler/jobs")

@@ -95,8 +95,11 @@ extension CouchResponder {
             "docs_read": .number(Double(status.docsRead)),
             "docs_written": .number(Double(status.docsWritten)),
             "doc_write_failures": .number(Double(status.docWriteFailures)),
+            "revisions_checked": .number(Double(status.revisionsChecked)),
+            "missing_revisions_found": .number(Double(status.missingRevisionsFound)),
             "changes_pending": status.changesPending.map { .number(Double($0)) } ?? .null,
             "checkpointed_source_seq": status.checkpointedSequence?.value ?? .null,
+            "through_seq": status.throughSequence?.value ?? .null,
         ]
     }
 
