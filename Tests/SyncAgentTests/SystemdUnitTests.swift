@@ -52,9 +52,23 @@ final class SystemdUnitTests: XCTestCase {
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.address
         environment["WATCHDOG_USEC"] = "200000"
-        process.environment = environment
         process.standardOutput = FileHandle.nullDevice
+        // Standard error is "the journal": JOURNAL_STREAM names its device and inode, as systemd sets it.
+        let journal = Pipe()
+        var stream = stat()
+        XCTAssertEqual(fstat(journal.fileHandleForWriting.fileDescriptor, &stream), 0)
+        environment["JOURNAL_STREAM"] = "\(stream.st_dev):\(stream.st_ino)"
+        process.environment = environment
+        process.standardError = journal
         try process.run()
+        try journal.fileHandleForWriting.close()
+        nonisolated(unsafe) var logged = Data()
+        let reader = DispatchGroup()
+        reader.enter()
+        DispatchQueue.global().async {
+            logged = journal.fileHandleForReading.readDataToEndOfFile()
+            reader.leave()
+        }
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
         let untilReady = await notify.receive(line: "READY=1")
@@ -74,6 +88,16 @@ final class SystemdUnitTests: XCTestCase {
         await Self.waitForExit(process)
         XCTAssertEqual(process.terminationReason, .exit)
         XCTAssertEqual(process.terminationStatus, 0)
+
+        // Log lines carry a syslog priority and no timestamp of their own.
+        reader.wait()
+        let lines = String(decoding: logged, as: UTF8.self).split(separator: "\n")
+        let records = lines.filter { $0.hasPrefix("<") }
+        XCTAssertTrue(records.contains { $0.hasPrefix("<6>") }, "no info line for the journal in:\n\(lines.joined(separator: "\n"))")
+        for line in records {
+            XCTAssertNotNil(line.wholeMatch(of: /<[0-7]>[^<].*/), String(line))
+        }
+        XCTAssertFalse(lines.contains { $0.first?.isNumber ?? false }, "a timestamped line in:\n\(lines.joined(separator: "\n"))")
     }
 
     /// A notifier sends to an abstract-namespace socket (`@name`), as systemd may give.
