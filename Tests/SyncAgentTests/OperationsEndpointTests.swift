@@ -110,6 +110,12 @@ final class OperationsEndpointTests: XCTestCase {
 
     func testPrometheusMetrics() async throws {
         let server = try await startListener()
+        // A scraper's user with CouchDB's role `_metrics` reads the metrics and nothing else.
+        try server.listener.users.setPassword("scrape-pw", for: "scraper", roles: ["_metrics"])
+        let scraper = server.url.replacingOccurrences(of: "admin:admin-password", with: "scraper:scrape-pw")
+        try await assertEqual(try await HTTP.request(.GET, scraper + "/_node/_local/_prometheus").status, 200)
+        try await assertEqual(try await HTTP.json(.GET, scraper + "/_active_tasks").status, 403)
+        try await assertEqual(try await HTTP.json(.GET, scraper + "/_all_dbs").status, 403)
         _ = try await HTTP.json(.PUT, server.url + "/metrics-db")
         _ = try await HTTP.json(.PUT, server.url + "/metrics-db/a-secret-doc-id", ["v": 1])
         let source = try server.catalog.database("metrics-db")
