@@ -23,6 +23,7 @@ struct AgentCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataOptions
     @OptionGroup var control: ControlOptions
+    @OptionGroup var log: LogOptions
 
     @Option(help: "The configuration file (default: DATA/syncd.toml; missing means the defaults).")
     var config: String?
@@ -35,6 +36,7 @@ struct AgentCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        log.apply()
         var logger = Logger(label: "syncd")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
         let configurationPath = config ?? data.path + "/syncd.toml"

@@ -35,12 +35,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
+    @OptionGroup var log: LogOptions
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
     func run() async throws {
+        log.apply()
         var logger = Logger(label: "syncd")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = ListenerConfiguration()

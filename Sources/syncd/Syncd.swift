@@ -1,8 +1,17 @@
 import ArgumentParser
 import SyncAgent
 
-/// The `syncd` command line: a peer-to-peer JSON document sync agent.
+/// The process: logging and metrics set up once, then the command line.
 @main
+enum Entry {
+    static func main() async {
+        SyncdLogHandler.bootstrap()
+        SyncdMetrics.bootstrap()
+        await Syncd.main()
+    }
+}
+
+/// The `syncd` command line: a peer-to-peer JSON document sync agent.
 struct Syncd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncd",

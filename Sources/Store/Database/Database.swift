@@ -29,6 +29,9 @@ public final class Database: Sendable {
         /// document costs in proportion to its tree, so a peer adding leaf after leaf (8,000 took
         /// 21 s to write) is refused with 413 beyond this. Edits that add no leaf are always taken.
         public var maximumLeaves = 1_000
+        /// Told how long each group commit's transaction took (its writes and `COMMIT`), for
+        /// metrics kept outside the store; called on the writer's thread, so it must be quick.
+        public var commitObserver: (@Sendable (Duration) -> Void)?
         /// Defaults.
         public init() {}
     }
@@ -83,6 +86,7 @@ public final class Database: Sendable {
             logPath: path + "-wal",
             checkpointer: checkpointer,
             committed: { notifier.publish($0) },
+            commitObserver: options.commitObserver,
             logGrew: { db in readers.pause { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } }
         )
         scheduleExpiry()

@@ -73,6 +73,7 @@ final class Writer: Sendable {
     private let queue = Locked(Queue())
     private let thread = DispatchQueue(label: "syncd.store.writer", qos: .userInitiated)
     private let committed: @Sendable (UInt64) -> Void
+    private let commitObserver: (@Sendable (Duration) -> Void)?
     private let checkpointer: LogCheckpointer
     /// Transactions committed so far: fewer than jobs when commits were grouped.
     let transactions = Atomic<Int>(0)
@@ -85,8 +86,10 @@ final class Writer: Sendable {
     static let largeLog = 64 << 20
 
     init(context: consuming sending WriteContext, logPath: String, checkpointer: LogCheckpointer,
-         committed: @escaping @Sendable (UInt64) -> Void, logGrew: @escaping @Sendable (Connection) -> Void) {
+         committed: @escaping @Sendable (UInt64) -> Void, commitObserver: (@Sendable (Duration) -> Void)? = nil,
+         logGrew: @escaping @Sendable (Connection) -> Void) {
         self.connection = Locked(context)
+        self.commitObserver = commitObserver
         self.checkpointer = checkpointer
         self.logPath = logPath
         self.committed = committed
@@ -141,7 +144,9 @@ final class Writer: Sendable {
                 checkpointer.writerIdle()
                 return
             }
+            let started = ContinuousClock.now
             let (results, sequence) = connection.withLock { context in run(batch, in: &context) }
+            commitObserver?(ContinuousClock.now - started)
             for (job, result) in zip(batch, results) { job.complete(result) }
             if let sequence { committed(sequence) }
             if transactions.load(ordering: .relaxed) % 32 == 0 { checkLog() }

@@ -73,6 +73,8 @@ public final class Agent: Service, Sendable {
     public func run(onListening: @escaping @Sendable ([String]) async -> Void) async throws {
         let listener = try node.service { [self] record in
             state.withLock { $0.urls = record.urls }
+            let shared = configuration.databases.map(\.name).joined(separator: ", ")
+            logger.notice("agent started: listening on \(record.urls.joined(separator: " ")), sharing \(shared)")
             startDiscovery(port: record.port)
             await onListening(record.urls)
         }
@@ -87,6 +89,8 @@ public final class Agent: Service, Sendable {
                     var own = LocalAddresses.lan()
                     while !Task.isCancelled {
                         self.reconcilePeers()
+                        let links = self.state.withLock { $0.links.values.map(\.link) }
+                        SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
                         try? await Task.sleep(for: .seconds(1))
                         // This node moved: connections from its old address are dead without knowing it.
                         let now = LocalAddresses.lan()
@@ -194,6 +198,8 @@ public final class Agent: Service, Sendable {
                 let link = try RemoteLink(remote, database: try node.listener.catalog.openOrCreate(remote.database),
                                           filters: configuration.database(remote.database), logger: logger)
                 state.withLock { $0.remotes[remote] = link }
+                node.listener.activeTasks.register(link.pull, database: remote.database)
+                node.listener.activeTasks.register(link.push, database: remote.database)
                 link.start()
             } catch {
                 logger.error("cannot replicate with \(remote.url): \(error)")
@@ -220,7 +226,8 @@ public final class Agent: Service, Sendable {
                 addresses.configure(uuid: peer.uuid, configured)
             }
         }
-        let context = PeerLink.Context(catalog: node.listener.catalog, identity: node.listener.identity, addresses: addresses, logger: logger)
+        let context = PeerLink.Context(catalog: node.listener.catalog, identity: node.listener.identity, addresses: addresses,
+                                       activeTasks: node.listener.activeTasks, logger: logger)
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []

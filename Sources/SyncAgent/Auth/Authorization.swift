@@ -23,6 +23,8 @@ enum Requirement: Sendable {
     case authenticated
     /// A server admin (`_admin`).
     case serverAdmin
+    /// A server admin, or a user with this role (CouchDB's `_metrics` for the Prometheus endpoint).
+    case serverAdminOr(role: String)
     /// At least this access to the database.
     case database(String, DatabaseAccess)
 }
@@ -52,12 +54,14 @@ extension Listener {
     }
 
     private func check(_ principal: Principal, route: Route, method: HTTPRequest.Method) throws(CouchError) {
-        switch Self.requirement(route: route, method: method) {
+        let requirement = Self.requirement(route: route, method: method)
+        switch requirement {
         case .open:
             return
         case .authenticated:
             guard principal.isAuthenticated else { throw Self.unauthorized("Authentication required.", challenge: true) }
-        case .serverAdmin:
+        case .serverAdmin, .serverAdminOr:
+            if case .serverAdminOr(let role) = requirement, principal.peer == nil, principal.roles.contains(role) { return }
             guard principal.isAdmin else {
                 throw principal.isAuthenticated ? CouchError(.forbidden, "forbidden", "You are not a server admin.")
                     : Self.unauthorized("You are not a server admin.", challenge: true)
@@ -112,7 +116,9 @@ extension Listener {
         case .server(let name):
             switch name {
             case "_up", "_session", "_pair": return .open
-            case "_all_dbs", "_syncd": return .serverAdmin
+            case "_all_dbs", "_syncd", "_active_tasks", "_scheduler/jobs", "_scheduler/docs": return .serverAdmin
+            // As in CouchDB, a scraper needs no admin password: a user with the role `_metrics` will do.
+            case "_node/_local/_prometheus": return .serverAdminOr(role: "_metrics")
             default: return .authenticated
             }
         case .database(let name):

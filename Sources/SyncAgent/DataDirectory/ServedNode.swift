@@ -14,26 +14,36 @@ public final class ServedNode: Sendable {
     public let listener: Listener
 
     /// Claims `directory` and makes its listener; throws if another process serves it.
+    /// The store's commits are timed into ``SyncdMetrics``; replications started
+    /// in this process are registered with `activeTasks` (see ``Listener/activeTasks``).
     public init(directory: String, configuration: ListenerConfiguration, name: String = NodeName.current,
-                logger: Logger) throws {
+                activeTasks: ActiveTasks = ActiveTasks(), logger: Logger) throws {
         lock = try DataDirectoryLock(directory: directory)
-        let catalog = try Catalog(directory: directory)
+        var options = Database.Options()
+        options.commitObserver = SyncdMetrics.storeCommitObserver
+        let catalog = try Catalog(directory: directory, options: options)
         listener = Listener(catalog: catalog, identity: try NodeIdentity.loadOrCreate(in: directory),
-                            users: UserStore(directory: directory), name: name, configuration: configuration, logger: logger)
+                            users: UserStore(directory: directory), name: name, configuration: configuration,
+                            activeTasks: activeTasks, logger: logger)
     }
 
     /// The listener as a service; once bound, `listener.json` records where it
-    /// listens and `onListening` gets the record. The record is removed when it stops.
-    public func service(onListening: @escaping @Sendable (ListenerRecord) async -> Void = { _ in }) throws -> some Service {
+    /// listens, systemd hears `READY=1` (see ``SystemdNotifier``), and `onListening`
+    /// gets the record. The record is removed when it stops; systemd hears
+    /// `STOPPING=1` when graceful shutdown begins.
+    public func service(notifier: SystemdNotifier = SystemdNotifier(),
+                        onListening: @escaping @Sendable (ListenerRecord) async -> Void = { _ in }) throws -> some Service {
         let directory = lock.directory
         let configuration = listener.configuration
         let logger = listener.logger
-        return RecordedService(directory: directory, inner: try listener.service { url in
+        let recorded = RecordedService(directory: directory, inner: try listener.service { url in
             let port = url.split(separator: ":").last.flatMap { Int($0) } ?? configuration.port
             let record = ListenerRecord(port: port, host: configuration.host, tls: configuration.tls)
             do { try record.save(in: directory) } catch { logger.warning("cannot record the listener: \(error)") }
+            notifier.ready(status: "listening on " + record.urls.joined(separator: " "))
             await onListening(record)
         })
+        return NotifiedService(notifier: notifier, inner: recorded)
     }
 
     /// Closes the databases.

@@ -67,6 +67,8 @@ public final class Listener: Sendable {
     public let sharing = PeerSharing()
     /// The running agent's status, served at `GET /_syncd` (server admins and the control socket).
     let agentStatus = Locked<(@Sendable () -> AgentStatus?)?>(nil)
+    /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
+    public let activeTasks: ActiveTasks
     let feeds = FeedCounter()
     let sessions: SessionCookies
     let connections = Connections()
@@ -79,7 +81,7 @@ public final class Listener: Sendable {
     /// A listener over `catalog`; peers and invitations default to those of the catalog's data directory.
     public init(catalog: Catalog, identity: NodeIdentity, users: UserStore, peers: PeerStore? = nil,
                 invitations: InvitationStore? = nil, name: String = NodeName.current, configuration: ListenerConfiguration,
-                logger: Logger = Logger(label: "syncd.listener")) {
+                activeTasks: ActiveTasks = ActiveTasks(), logger: Logger = Logger(label: "syncd.listener")) {
         self.catalog = catalog
         self.identity = identity
         self.users = users
@@ -87,6 +89,7 @@ public final class Listener: Sendable {
         self.invitations = invitations ?? InvitationStore(directory: catalog.directory)
         self.name = name
         self.configuration = configuration
+        self.activeTasks = activeTasks
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
         self.logger = logger
     }
@@ -102,7 +105,7 @@ public final class Listener: Sendable {
 
     /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
-        let responder = CouchResponder(listener: self)
+        let responder = MeasuredResponder(inner: CouchResponder(listener: self))
         // Connections that send and receive nothing for this long are closed, so a
         // vanished client holds nothing (feeds send heartbeats or end sooner).
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))

@@ -7,7 +7,7 @@ import Foundation
 enum Route: Equatable {
     /// `/`
     case root
-    /// `/_up`, `/_all_dbs`, `/_session`, `/_uuids`: server endpoints.
+    /// `/_up`, `/_all_dbs`, `/_session`, `/_uuids`, `/_scheduler/jobs`: server endpoints, by their path without the first `/`.
     case server(String)
     /// `/{db}`
     case database(String)
@@ -34,8 +34,7 @@ enum Route: Equatable {
             return
         }
         if first.hasPrefix("_") {
-            guard segments.count == 1 else { return nil }
-            self = .server(first)
+            self = .server(segments.joined(separator: "/"))
             return
         }
         let database = first

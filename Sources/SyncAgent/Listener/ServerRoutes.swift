@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 import Store
 
-/// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`, `_pair`.
+/// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`, `_pair`
+/// (and the operations endpoints of `TaskRoutes.swift`).
 extension CouchResponder {
     /// The syncd version reported in `GET /` under `vendor`.
     static let syncdVersion = SyncdVersion.current
@@ -38,7 +39,16 @@ extension CouchResponder {
             return Self.bytesResponse(Array(bytes))
         case ("_session", _):
             return try await session(method: method, &exchange)
-        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_syncd", _):
+        case ("_active_tasks", .get):
+            return activeTasks()
+        case ("_scheduler/jobs", .get):
+            return try schedulerJobs(exchange)
+        case ("_scheduler/docs", .get):
+            return try schedulerDocs(exchange)
+        case ("_node/_local/_prometheus", .get):
+            return prometheus()
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_syncd", _), ("_active_tasks", _), ("_scheduler/jobs", _),
+             ("_scheduler/docs", _), ("_node/_local/_prometheus", _):
             throw CouchError.methodNotAllowed
         default:
             throw CouchError.notFound("missing")

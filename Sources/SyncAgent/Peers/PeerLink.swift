@@ -18,6 +18,8 @@ final class PeerLink: Sendable {
         let catalog: Catalog
         let identity: NodeIdentity
         let addresses: AddressBook
+        /// Where the pulls are registered for `_active_tasks`, `_scheduler` and the metrics.
+        let activeTasks: ActiveTasks
         let logger: Logger
     }
 
@@ -218,7 +220,12 @@ final class PeerLink: Sendable {
                     state.pulls[database] = Pull(filter: filter, replicator: replicator, endpoint: remote, watch: watch)
                     return true
                 }
-                if added { replicator.start() } else { watch.cancel() }
+                if added {
+                    context.activeTasks.register(replicator, database: database)
+                    replicator.start()
+                } else {
+                    watch.cancel()
+                }
             } catch {
                 context.logger.error("cannot replicate \(database) with \(peer.name): \(error)")
             }

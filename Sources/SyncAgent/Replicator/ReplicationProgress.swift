@@ -101,6 +101,9 @@ final class ReplicationProgress: Sendable {
             state.status.docsRead += read
             state.status.docsWritten += written
             state.status.docWriteFailures += unreadable + refused
+            state.status.revisionsChecked += batch.revisionCount
+            state.status.missingRevisionsFound += batch.missing.reduce(0) { $0 + $1.missing.count }
+            state.status.throughSequence = batch.changes.lastSequence
             state.status.completed += batch.changes.changes.count
             state.status.total = max(state.status.total, state.status.completed)
             state.completedSequence = batch.changes.lastSequence

@@ -24,6 +24,13 @@ public struct ReplicationStatus: Sendable, Hashable {
     public var docsWritten = 0
     /// Revisions that could not be read or written; the replication went on without them.
     public var docWriteFailures = 0
+    /// Leaf revisions of the source's changes asked about at the target (CouchDB's `revisions_checked`).
+    public var revisionsChecked = 0
+    /// Of those, the ones the target lacked (CouchDB's `missing_revisions_found`).
+    public var missingRevisionsFound = 0
+    /// The source sequence up to which every change has been processed (CouchDB's
+    /// `through_seq`); the checkpoint follows it.
+    public var throughSequence: ChangeSequence?
     /// Changes the source still had after the last batch read, as its feed
     /// reported (CouchDB's `changes_pending`); `nil` until known.
     public var changesPending: Int?

@@ -1,0 +1,21 @@
+import ServiceLifecycle
+
+/// A service systemd hears about: `STOPPING=1` when graceful shutdown begins
+/// (SIGTERM), and watchdog keep-alives while it runs. `READY=1` is for whoever
+/// knows when the service is ready (``ServedNode`` sends it once the listener is bound).
+struct NotifiedService<Inner: Service>: Service {
+    let notifier: SystemdNotifier
+    let inner: Inner
+
+    func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await notifier.keepAlive() }
+            defer { group.cancelAll() }
+            try await withGracefulShutdownHandler {
+                try await inner.run()
+            } onGracefulShutdown: {
+                notifier.stopping()
+            }
+        }
+    }
+}
