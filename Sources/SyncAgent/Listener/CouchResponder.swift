@@ -4,10 +4,8 @@ import NIOCore
 import NIOHTTP1
 import Store
 
-/// Answers every request: parses the path into a ``Route``, authenticates
-/// and authorizes it (the one seam where who-may-do-what is decided), hands
-/// the request to the route's handler, and turns failures into CouchDB's JSON
-/// error answers.
+/// Answers a request that ``AccessMiddleware`` let through: hands it to its
+/// route's handler, and turns failures into CouchDB's JSON error answers.
 struct CouchResponder: HTTPResponder {
     typealias Context = ListenerContext
 
@@ -18,12 +16,10 @@ struct CouchResponder: HTTPResponder {
     func respond(to request: Request, context: Context) async throws -> Response {
         var response: Response
         do {
-            guard let route = Route(path: request.uri.path) else {
+            guard let route = context.route ?? Route(path: request.uri.path) else {
                 throw CouchError.badRequest("Invalid URL path")
             }
-            let principal = try await listener.authenticate(request, context: context)
-            try listener.authorize(principal, route: route, method: request.method == .head ? .get : request.method)
-            var exchange = Exchange(request: request, route: route, principal: principal,
+            var exchange = Exchange(request: request, route: route, principal: context.principal,
                                     query: QueryParameters(request.uri.query), context: context)
             response = try await dispatch(&exchange)
         } catch let error as CouchError {
@@ -48,8 +44,6 @@ struct CouchResponder: HTTPResponder {
             listener.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
             response = Self.error(CouchError(.internalServerError, "unknown_error", "\(type(of: error))"))
         }
-        response.headers[.cacheControl] = response.headers[.cacheControl] ?? "must-revalidate"
-        if request.method == .head { return response.createHeadResponse() }
         return response
     }
 

@@ -105,7 +105,7 @@ public final class Listener: Sendable {
 
     /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
-        let responder = MeasuredResponder(inner: CouchResponder(listener: self))
+        let responder = ListenerResponder(listener: self)
         // Connections that send and receive nothing for this long are closed, so a
         // vanished client holds nothing (feeds send heartbeats or end sooner).
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))
@@ -142,7 +142,7 @@ extension Listener {
         unlink(path)
         let logger = logger
         return Application(
-            responder: CouchResponder(listener: self),
+            responder: ListenerResponder(listener: self),
             server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300))),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "syncd"),
             onServerRunning: { _ in

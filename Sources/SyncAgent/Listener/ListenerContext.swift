@@ -8,6 +8,10 @@ struct ListenerContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// The connection.
     let channel: any Channel
+    /// The request's route, once ``AccessMiddleware`` parsed its path.
+    var route: Route?
+    /// Who is asking, once ``AccessMiddleware`` decided.
+    var principal = Principal.anonymous
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -53,7 +53,7 @@ public final class ActiveTasks: Sendable {
     @discardableResult
     public func register(_ replicator: Replicator, database: String? = nil) -> String {
         let configuration = replicator.configuration
-        let id = Self.newID() + (configuration.continuous ? "+continuous" : "")
+        let id = Database.newDocumentID() + (configuration.continuous ? "+continuous" : "")
         let now = Date()
         let local = database ?? [configuration.source, configuration.target]
             .compactMap { ($0 as? LocalEndpoint)?.database.name }.first
@@ -86,11 +86,5 @@ public final class ActiveTasks: Sendable {
         tasks.withLock { tasks in
             tasks.values.reduce(into: [:]) { counts, task in counts[task.status.activity, default: 0] += 1 }
         }
-    }
-
-    /// 32 random hex digits.
-    private static func newID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Hex.string((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 }
