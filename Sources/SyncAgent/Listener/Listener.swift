@@ -7,7 +7,6 @@ import NIOCore
 import NIOSSL
 import ServiceLifecycle
 import Store
-import Synchronization
 
 /// How a listener serves: address, TLS and size limits. Who may do what is
 /// not configured here: see ``Listener`` and `Auth/Authorization.swift`.
@@ -23,6 +22,13 @@ public struct ListenerConfiguration: Sendable {
     public var maximumRequestSize = 64 << 20
     /// The largest attachment accepted, in bytes (413 beyond).
     public var maximumAttachmentSize = 1 << 32
+    /// The most connections open at once (503 beyond).
+    public var maximumConnections = 1_000
+    /// The most connections open at once from one client address (429 beyond).
+    public var maximumConnectionsPerClient = 100
+    /// The most waiting change feeds (longpoll, continuous, eventsource) one
+    /// client address may hold open at once (429 beyond).
+    public var maximumFeedsPerClient = 50
     /// How long an `AuthSession` cookie stays valid, in seconds.
     public var sessionTimeout = 600
     /// The CouchDB version reported by `GET /`: the release whose documented
@@ -62,7 +68,10 @@ public final class Listener: Sendable {
     public let name: String
     /// How the listener serves.
     public let configuration: ListenerConfiguration
-    let feeds = FeedCounter()
+    /// The waiting change feeds, per client address.
+    let feeds: ClientSlots
+    /// The open connections, in all and per client address.
+    let connectionSlots: ClientSlots
     let sessions: SessionCookies
     let connections = Connections()
     /// Failed logins per client address.
@@ -83,6 +92,9 @@ public final class Listener: Sendable {
         self.name = name
         self.configuration = configuration
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
+        self.feeds = ClientSlots(maximumPerClient: configuration.maximumFeedsPerClient)
+        self.connectionSlots = ClientSlots(maximum: configuration.maximumConnections,
+                                           maximumPerClient: configuration.maximumConnectionsPerClient)
         self.logger = logger
     }
 
@@ -100,7 +112,9 @@ public final class Listener: Sendable {
         let responder = CouchResponder(listener: self)
         // Connections that send and receive nothing for this long are closed, so a
         // vanished client holds nothing (feeds send heartbeats or end sooner).
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))
+        let slots = connectionSlots
+        let http1 = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionLimitHandler(connections: slots)], idleTimeout: .seconds(300)))
         let server: HTTPServerBuilder
         if configuration.tls {
             server = try .tls(http1, configuration: TLSChannelConfiguration(
@@ -144,13 +158,4 @@ struct ListenerService<Server: Service>: Service {
             group.cancelAll()
         }
     }
-}
-
-/// Counts the long-lived change feeds being served, so tests and status can
-/// see that a feed's task ended when its client went away.
-final class FeedCounter: Sendable {
-    private let value = Atomic<Int>(0)
-    var count: Int { value.load(ordering: .relaxed) }
-    func opened() { value.add(1, ordering: .relaxed) }
-    func closed() { value.subtract(1, ordering: .relaxed) }
 }
