@@ -29,6 +29,11 @@ public final class Database: Sendable {
         /// document costs in proportion to its tree, so a peer adding leaf after leaf (8,000 took
         /// 21 s to write) is refused with 413 beyond this. Edits that add no leaf are always taken.
         public var maximumLeaves = 1_000
+        /// The largest a document's revision tree may grow, in encoded bytes (its leaves'
+        /// bodies and every revision id): the whole tree is read and rewritten on each
+        /// write, so a write that grows it past this is refused with 413. Leaves of
+        /// ``maximumDocumentSize`` bodies would otherwise make one document cost gigabytes.
+        public var maximumTreeSize = 64 << 20
         /// Defaults.
         public init() {}
     }
@@ -78,7 +83,8 @@ public final class Database: Sendable {
         let checkpointer = try LogCheckpointer(path: path)
         self.checkpointer = checkpointer
         self.writer = Writer(
-            context: WriteContext(connection: connection, maximumLeaves: options.maximumLeaves, lastSequence: meta.lastSequence, docCount: meta.docCount,
+            context: WriteContext(connection: connection, maximumLeaves: options.maximumLeaves, maximumTreeSize: options.maximumTreeSize,
+                                  lastSequence: meta.lastSequence, docCount: meta.docCount,
                                   deletedCount: meta.deletedCount, revsLimit: meta.revsLimit),
             logPath: path + "-wal",
             checkpointer: checkpointer,

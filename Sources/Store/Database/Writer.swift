@@ -10,6 +10,8 @@ struct WriteContext {
     let connection: Connection
     /// ``Database/Options/maximumLeaves``.
     let maximumLeaves: Int
+    /// ``Database/Options/maximumTreeSize``.
+    let maximumTreeSize: Int
     var lastSequence: UInt64
     var docCount: Int
     var deletedCount: Int
