@@ -163,3 +163,32 @@ final class ManyLeavesTests: DatabaseTestCase {
         _ = try await limited.delete(id: "d", revision: leaf)
     }
 }
+
+/// A catalog gives back the memory of databases nobody asked for lately.
+final class IdleDatabaseTests: DatabaseTestCase {
+    func testAnIdleDatabasesCachesAreReleasedAndItWorksOn() async throws {
+        let catalog = try Catalog(directory: directory.file("catalog"))
+        defer { catalog.close() }
+        let db = try catalog.create("busy")
+        let filler = String(repeating: "q", count: 500)
+        for batch in 0..<10 {
+            let uploads = (0..<1000).map { DocumentUpload(["_id": .string("d\(batch)-\($0)"), "filler": .string(filler)]) }
+            _ = try await db.bulkDocs(uploads)
+        }
+        _ = try db.changes(ChangesOptions())
+        let before = db.cacheMemory
+        XCTAssertGreaterThan(before, 4 << 20, "writing 5 MB fills the writer's cache")
+
+        XCTAssertEqual(catalog.releaseIdle(after: .seconds(3600)), 0, "asked for just now")
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 0, "once per idle spell")
+        let after = db.cacheMemory
+        XCTAssertLessThan(after, before / 10, "\(before) → \(after) bytes")
+
+        // It works on, and is released again after its next use.
+        try await db.put(["_id": "more"])
+        XCTAssertEqual(try db.document(id: "d9-999").id, "d9-999")
+        _ = try catalog.database("busy")
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
+    }
+}

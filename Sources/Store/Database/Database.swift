@@ -132,6 +132,19 @@ public final class Database: Sendable {
         notifier.finish()
     }
 
+    /// Gives back the memory SQLite holds for this database: the writer's page
+    /// cache (pages are read again when next needed) and the read connections
+    /// not in use (reopened when next needed). For a database gone idle: a
+    /// listener serving many databases would otherwise keep each one's caches
+    /// (up to 16 MB for the writer) for as long as it runs.
+    public func releaseMemory() {
+        writer.releaseMemory()
+        readers.closeUnused()
+    }
+
+    /// Bytes of page cache held by the writer and the read connections not in use.
+    public var cacheMemory: Int { writer.cacheUsed + readers.cacheUsed }
+
     /// A stream of the last sequence after each commit that changed documents.
     /// It ends when the database is closed. A slow consumer sees only the newest value.
     public func commits() -> AsyncStream<UInt64> { notifier.stream() }

@@ -99,6 +99,14 @@ final class Writer: Sendable {
         }
     }
 
+    /// Frees the writer connection's unused page cache, after the jobs queued now.
+    func releaseMemory() {
+        thread.async { self.connection.withLock { $0.connection.releaseMemory() } }
+    }
+
+    /// Bytes of page cache the writer connection holds, once the jobs queued now have run.
+    var cacheUsed: Int { thread.sync { connection.withLock { $0.connection.cacheUsed } } }
+
     /// Refuses new jobs; queued ones still run.
     func close() {
         queue.withLock { $0.closed = true }

@@ -29,6 +29,9 @@ public struct ListenerConfiguration: Sendable {
     /// The most waiting change feeds (longpoll, continuous, eventsource) one
     /// client address may hold open at once (429 beyond).
     public var maximumFeedsPerClient = 50
+    /// How long a database goes unasked for before the listener gives back the
+    /// memory it holds (its SQLite caches); it is used again as usual.
+    public var databaseIdleTime: Duration = .seconds(60)
     /// How long an `AuthSession` cookie stays valid, in seconds.
     public var sessionTimeout = 600
     /// The CouchDB version reported by `GET /`: the release whose documented
@@ -139,7 +142,8 @@ public final class Listener: Sendable {
     }
 }
 
-/// The HTTP server and, beside it, the watch that closes revoked peers' connections.
+/// The HTTP server and, beside it, the watch that closes revoked peers'
+/// connections and releases the memory of databases gone idle.
 struct ListenerService<Server: Service>: Service {
     let listener: Listener
     let server: Server
@@ -152,6 +156,7 @@ struct ListenerService<Server: Service>: Service {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
                     listener.closeRevokedConnections()
+                    listener.catalog.releaseIdle(after: listener.configuration.databaseIdleTime)
                 }
             }
             try await group.next()
