@@ -53,8 +53,9 @@ func runConflictBenchmarks(arguments: [String]) async throws {
     // Through the listener, as a peer would ask.
     let data = folder + "/served"
     try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-    try FileManager.default.moveItem(atPath: batchPath, toPath: data + "/db.sqlite")
-    try? FileManager.default.moveItem(atPath: batchPath + ".attachments", toPath: data + "/db.sqlite.attachments")
+    for suffix in ["", "-wal", "-shm", ".attachments"] {
+        try? FileManager.default.moveItem(atPath: batchPath + suffix, toPath: data + "/db.sqlite" + suffix)
+    }
     let server = try BenchProcess.serve(data: data)
     defer { server.stop() }
     let before = memory(of: server.pid, "VmHWM")

@@ -184,10 +184,10 @@ final class BenchProcess: @unchecked Sendable {
     }
 
     /// `syncd serve` on `data`, with a server admin whose credentials ``url`` carries.
-    static func serve(data: String) throws -> BenchProcess {
+    static func serve(data: String, arguments: [String] = []) throws -> BenchProcess {
         // Fewer PBKDF2 rounds than `syncd user add` uses: the benchmark measures replication, not logins.
         try UserStore(directory: data, iterations: 1000).setPassword("bench-password", for: "bench", roles: [UserStore.adminRole])
-        let process = try start(["serve", "--port", "0", "--log-level", "error"], data: data)
+        let process = try start(["serve", "--port", "0", "--log-level", "error"] + arguments, data: data)
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }

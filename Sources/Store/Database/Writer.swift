@@ -99,9 +99,13 @@ final class Writer: Sendable {
         }
     }
 
-    /// Frees the writer connection's unused page cache, after the jobs queued now.
+    /// Frees the writer connection's unused page cache, after the jobs queued now,
+    /// and hands the freed memory back to the system (malloc keeps it otherwise).
     func releaseMemory() {
-        thread.async { self.connection.withLock { $0.connection.releaseMemory() } }
+        thread.async {
+            self.connection.withLock { $0.connection.releaseMemory() }
+            csqlite_return_freed_memory()
+        }
     }
 
     /// Bytes of page cache the writer connection holds, once the jobs queued now have run.
