@@ -154,7 +154,7 @@ private func replicationMemory(arguments: [String]) async throws {
 }
 
 /// A `/proc/PID/status` field in kB (VmHWM: peak resident set; VmRSS: now).
-private func memory(of pid: Int32, _ field: String) -> Int {
+func memory(of pid: Int32, _ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
     for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
@@ -165,7 +165,7 @@ private func memory(of pid: Int32, _ field: String) -> Int {
 // MARK: Processes and HTTP
 
 /// A `syncd` child process (the executable beside this one).
-private final class BenchProcess: @unchecked Sendable {
+final class BenchProcess: @unchecked Sendable {
     let process = Process()
     let output = Pipe()
     /// The URL `syncd serve` printed (with the benchmark admin's credentials once known), read and written under `lock`.
@@ -184,10 +184,10 @@ private final class BenchProcess: @unchecked Sendable {
     }
 
     /// `syncd serve` on `data`, with a server admin whose credentials ``url`` carries.
-    static func serve(data: String) throws -> BenchProcess {
+    static func serve(data: String, arguments: [String] = []) throws -> BenchProcess {
         // Fewer PBKDF2 rounds than `syncd user add` uses: the benchmark measures replication, not logins.
         try UserStore(directory: data, iterations: 1000).setPassword("bench-password", for: "bench", roles: [UserStore.adminRole])
-        let process = try start(["serve", "--port", "0", "--log-level", "error"], data: data)
+        let process = try start(["serve", "--port", "0", "--log-level", "error"] + arguments, data: data)
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }
@@ -231,7 +231,7 @@ private final class BenchProcess: @unchecked Sendable {
 }
 
 /// Minimal HTTP for the benchmark's own requests (URLSession-free, one connection each).
-private enum BenchHTTP {
+enum BenchHTTP {
     static let client = BenchClient()
 
     static func send(_ method: String, _ url: String, body: String? = nil) async throws -> Int {
@@ -254,7 +254,7 @@ struct BenchError: Error, CustomStringConvertible {
 
 /// A blocking HTTP/1.1 client with one kept-alive connection per origin: little
 /// enough overhead that it does not blur a millisecond latency figure.
-private final class BenchClient: @unchecked Sendable {
+final class BenchClient: @unchecked Sendable {
     private var sockets: [String: Int32] = [:]
     private let lock = NSLock()
 

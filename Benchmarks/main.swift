@@ -10,6 +10,10 @@ case "replication":
     try await runReplicationBenchmarks(arguments: Array(arguments.dropFirst()))
 case "pairing":
     try await runPairingBenchmarks(arguments: Array(arguments.dropFirst()))
+case "listener-memory":
+    try await runListenerMemoryBenchmark(arguments: Array(arguments.dropFirst()))
+case "conflicts":
+    try await runConflictBenchmarks(arguments: Array(arguments.dropFirst()))
 case "discovery":
     try await runDiscoveryBenchmark()
 case "agent":
@@ -21,6 +25,8 @@ default:
                syncd-bench replication latency [--samples N]   write on A until readable through B's HTTP API, continuous replication
                syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
+               syncd-bench listener-memory [--databases 10] [--docs 100000] [--idle 5]   serve's RSS as databases are written, and once idle
+               syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
                                                 peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS

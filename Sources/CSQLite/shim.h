@@ -5,3 +5,11 @@
 static inline int csqlite_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
+
+#include <malloc.h>
+
+/// Hands the memory SQLite freed (sqlite3_db_release_memory) back to the
+/// system: glibc's malloc keeps freed pages for reuse otherwise.
+static inline void csqlite_return_freed_memory(void) {
+    malloc_trim(0);
+}

@@ -9,7 +9,15 @@ public final class Catalog: Sendable {
     /// The data directory.
     public let directory: String
     private let options: Database.Options
-    private let open = Locked<[String: Database]>([:])
+    private let open = Locked<[String: Entry]>([:])
+
+    /// An open database and when it was last asked for.
+    private struct Entry {
+        let database: Database
+        var lastUsed = ContinuousClock.now
+        /// Whether its memory was released since it was last asked for.
+        var released = false
+    }
 
     /// A catalog over `directory`, created if missing (readable by its owner only: 0700).
     public init(directory: String, options: Database.Options = Database.Options()) throws(StoreError) {
@@ -58,12 +66,15 @@ public final class Catalog: Sendable {
     public func database(_ name: String) throws(StoreError) -> Database {
         try checkName(name)
         return try open.withLock { open throws(StoreError) -> Database in
-            if let database = open[name] { return database }
+            if let entry = open[name] {
+                open[name] = Entry(database: entry.database)
+                return entry.database
+            }
             guard FileManager.default.fileExists(atPath: path(for: name)) else {
                 throw StoreError(.notFound, error: "not_found", reason: "Database does not exist.")
             }
             let database = try Database.open(path: path(for: name), name: name, options: options)
-            open[name] = database
+            open[name] = Entry(database: database)
             return database
         }
     }
@@ -77,7 +88,7 @@ public final class Catalog: Sendable {
                 throw StoreError(.preconditionFailed, error: "file_exists", reason: "The database could not be created, the file already exists.")
             }
             let database = try Database.open(path: path(for: name), name: name, options: options)
-            open[name] = database
+            open[name] = Entry(database: database)
             return database
         }
     }
@@ -103,18 +114,37 @@ public final class Catalog: Sendable {
             guard FileManager.default.fileExists(atPath: file) else {
                 throw StoreError(.notFound, error: "not_found", reason: "Database does not exist.")
             }
-            open.removeValue(forKey: name)?.close()
+            open.removeValue(forKey: name)?.database.close()
             for suffix in ["", "-wal", "-shm", ".attachments"] {
                 try? FileManager.default.removeItem(atPath: file + suffix)
             }
         }
     }
 
+    /// Releases the memory of each open database not asked for during the
+    /// last `idle` (``Database/releaseMemory()``), once per idle spell. Returns
+    /// how many were released. A database still used through a reference kept
+    /// since works on, with its caches filling again.
+    @discardableResult
+    public func releaseIdle(after idle: Duration) -> Int {
+        let now = ContinuousClock.now
+        let idleDatabases = open.withLock { open in
+            var idleDatabases: [Database] = []
+            for (name, entry) in open where !entry.released && now - entry.lastUsed >= idle {
+                open[name]?.released = true
+                idleDatabases.append(entry.database)
+            }
+            return idleDatabases
+        }
+        for database in idleDatabases { database.releaseMemory() }
+        return idleDatabases.count
+    }
+
     /// Closes every open database.
     public func close() {
         let databases = open.withLock { open in
             defer { open.removeAll() }
-            return Array(open.values)
+            return open.values.map(\.database)
         }
         for database in databases { database.close() }
     }

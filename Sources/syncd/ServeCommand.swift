@@ -32,6 +32,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-request-size"), help: "Largest JSON request body in bytes.")
     var maximumRequestSize = 64 << 20
 
+    @Option(name: .customLong("max-connections"), help: "Most connections open at once (503 beyond).")
+    var maximumConnections = ListenerConfiguration().maximumConnections
+
+    @Option(name: .customLong("max-connections-per-client"), help: "Most connections open at once from one address (429 beyond).")
+    var maximumConnectionsPerClient = ListenerConfiguration().maximumConnectionsPerClient
+
+    @Option(name: .customLong("database-idle-time"), help: "Seconds a database goes unused before its caches are released.")
+    var databaseIdleTime = 60
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -39,6 +48,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard maximumConnections > 0, maximumConnectionsPerClient > 0 else { throw ValidationError("connection limits must be positive") }
+        guard databaseIdleTime >= 0 else { throw ValidationError("--database-idle-time must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
@@ -51,6 +62,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.tls = tls
         configuration.maximumRequestSize = maximumRequestSize
+        configuration.maximumConnections = maximumConnections
+        configuration.maximumConnectionsPerClient = maximumConnectionsPerClient
+        configuration.databaseIdleTime = .seconds(databaseIdleTime)
         let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
         defer { node.close() }
         if (try? node.listener.users.names())?.isEmpty ?? true, (try? node.listener.peers.all())?.isEmpty ?? true {

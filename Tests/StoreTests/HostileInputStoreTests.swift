@@ -140,4 +140,55 @@ final class ManyLeavesTests: DatabaseTestCase {
         XCTAssertNoThrow(try edit.result.get())
         XCTAssertEqual(try limited.openRevisions(id: "d", revisions: nil).count, 50)
     }
+
+    /// Beyond `maximumTreeSize` encoded bytes, a write that grows the tree is refused with 413
+    /// and leaves the document as it was; one that shrinks it is still taken.
+    func testATreeBeyondItsSizeLimitIsRefused() async throws {
+        var options = Database.Options()
+        options.maximumTreeSize = 20_000
+        let limited = try Database.open(path: directory.file("sized.sqlite"), name: "sized", options: options)
+        defer { limited.close() }
+        let filler = String(repeating: "z", count: 1_000)
+        let uploads = (0..<40).map { n in
+            DocumentUpload(["_id": "d", "_rev": .string("1-" + String(format: "%032x", n)), "filler": .string(filler)])
+        }
+        let results = try await limited.bulkDocs(uploads, newEdits: false)
+        let taken = results.filter { (try? $0.result.get()) != nil }.count
+        XCTAssertTrue((10..<20).contains(taken), "\(taken) leaves of 1 kB in 20 kB")
+        guard case .failure(let refused) = results[39].result else { return XCTFail("the 40th leaf was taken") }
+        XCTAssertEqual(refused.kind, .tooLarge)
+        XCTAssertEqual(try limited.openRevisions(id: "d", revisions: nil).count, taken)
+        // Deleting a leaf (a tombstone has an empty body) shrinks the tree: always taken.
+        let leaf = RevisionID("1-" + String(format: "%032x", 3))!
+        _ = try await limited.delete(id: "d", revision: leaf)
+    }
+}
+
+/// A catalog gives back the memory of databases nobody asked for lately.
+final class IdleDatabaseTests: DatabaseTestCase {
+    func testAnIdleDatabasesCachesAreReleasedAndItWorksOn() async throws {
+        let catalog = try Catalog(directory: directory.file("catalog"))
+        defer { catalog.close() }
+        let db = try catalog.create("busy")
+        let filler = String(repeating: "q", count: 500)
+        for batch in 0..<10 {
+            let uploads = (0..<1000).map { DocumentUpload(["_id": .string("d\(batch)-\($0)"), "filler": .string(filler)]) }
+            _ = try await db.bulkDocs(uploads)
+        }
+        _ = try db.changes(ChangesOptions())
+        let before = db.cacheMemory
+        XCTAssertGreaterThan(before, 4 << 20, "writing 5 MB fills the writer's cache")
+
+        XCTAssertEqual(catalog.releaseIdle(after: .seconds(3600)), 0, "asked for just now")
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 0, "once per idle spell")
+        let after = db.cacheMemory
+        XCTAssertLessThan(after, before / 10, "\(before) → \(after) bytes")
+
+        // It works on, and is released again after its next use.
+        try await db.put(["_id": "more"])
+        XCTAssertEqual(try db.document(id: "d9-999").id, "d9-999")
+        _ = try catalog.database("busy")
+        XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
+    }
 }

@@ -138,11 +138,12 @@ enum DocumentUpdate {
         let db = context.connection
         let select = try db.statement("SELECT seq, deleted, tree FROM docs WHERE id = ?")
         select.bind(id, at: 1)
-        var previous: (sequence: Int64, deleted: Bool)?
+        var previous: (sequence: Int64, deleted: Bool, size: Int)?
         var tree = RevisionTree()
         if try select.step() {
-            previous = (select.int64(0), select.int(1) != 0)
-            tree = try RevisionTree(decoding: select.blob(2))
+            let encoded = select.blob(2)
+            previous = (select.int64(0), select.int(1) != 0, encoded.count)
+            tree = try RevisionTree(decoding: encoded)
         }
         select.reset()
         let leavesBefore = tree.leafCount
@@ -180,16 +181,20 @@ enum DocumentUpdate {
             throw StoreError.tooLarge("Document \(id) would have more than \(context.maximumLeaves) conflicting revisions")
         }
         _ = tree.stem(limit: context.revsLimit)
-        try AncestorBodies.keep(tree.removeAncestorBodies(), id: id, in: db)
-
+        let ancestorBodies = tree.removeAncestorBodies()
         guard let winner = tree.winner else { throw StoreError.internal("empty revision tree") }
+        let encoded = tree.encoded()
+        if encoded.count > context.maximumTreeSize, encoded.count > previous?.size ?? 0 {
+            throw StoreError.tooLarge("Document \(id) would have more than \(context.maximumTreeSize) bytes of revisions")
+        }
+        try AncestorBodies.keep(ancestorBodies, id: id, in: db)
         let sequence = context.nextSequence()
         if let previous {
             let update = try db.statement("UPDATE docs SET seq = ?, winner = ?, deleted = ?, tree = ? WHERE seq = ?")
             update.bind(Int64(sequence), at: 1)
             update.bind(winner.revision.description, at: 2)
             update.bind(winner.deleted ? 1 : 0, at: 3)
-            update.bind(tree.encoded(), at: 4)
+            update.bind(encoded, at: 4)
             update.bind(previous.sequence, at: 5)
             try update.run()
             if previous.deleted != winner.deleted {
@@ -202,7 +207,7 @@ enum DocumentUpdate {
             insert.bind(id, at: 2)
             insert.bind(winner.revision.description, at: 3)
             insert.bind(winner.deleted ? 1 : 0, at: 4)
-            insert.bind(tree.encoded(), at: 5)
+            insert.bind(encoded, at: 5)
             try insert.run()
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }

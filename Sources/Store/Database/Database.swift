@@ -32,6 +32,11 @@ public final class Database: Sendable {
         /// Told how long each group commit's transaction took (its writes and `COMMIT`), for
         /// metrics kept outside the store; called on the writer's thread, so it must be quick.
         public var commitObserver: (@Sendable (Duration) -> Void)?
+        /// The largest a document's revision tree may grow, in encoded bytes (its leaves'
+        /// bodies and every revision id): the whole tree is read and rewritten on each
+        /// write, so a write that grows it past this is refused with 413. Leaves of
+        /// ``maximumDocumentSize`` bodies would otherwise make one document cost gigabytes.
+        public var maximumTreeSize = 64 << 20
         /// Defaults.
         public init() {}
     }
@@ -81,7 +86,8 @@ public final class Database: Sendable {
         let checkpointer = try LogCheckpointer(path: path)
         self.checkpointer = checkpointer
         self.writer = Writer(
-            context: WriteContext(connection: connection, maximumLeaves: options.maximumLeaves, lastSequence: meta.lastSequence, docCount: meta.docCount,
+            context: WriteContext(connection: connection, maximumLeaves: options.maximumLeaves, maximumTreeSize: options.maximumTreeSize,
+                                  lastSequence: meta.lastSequence, docCount: meta.docCount,
                                   deletedCount: meta.deletedCount, revsLimit: meta.revsLimit),
             logPath: path + "-wal",
             checkpointer: checkpointer,
@@ -129,6 +135,19 @@ public final class Database: Sendable {
         readers.close()
         notifier.finish()
     }
+
+    /// Gives back the memory SQLite holds for this database: the writer's page
+    /// cache (pages are read again when next needed) and the read connections
+    /// not in use (reopened when next needed). For a database gone idle: a
+    /// listener serving many databases would otherwise keep each one's caches
+    /// (up to 16 MB for the writer) for as long as it runs.
+    public func releaseMemory() {
+        writer.releaseMemory()
+        readers.closeUnused()
+    }
+
+    /// Bytes of page cache held by the writer and the read connections not in use.
+    public var cacheMemory: Int { writer.cacheUsed + readers.cacheUsed }
 
     /// A stream of the last sequence after each commit that changed documents.
     /// It ends when the database is closed. A slow consumer sees only the newest value.

@@ -53,6 +53,17 @@ final class Readers: Sendable {
         hold(0)
     }
 
+    /// Closes the connections no reader is using now (they reopen when next
+    /// needed), giving back their caches.
+    func closeUnused() {
+        for slot in connections { _ = slot.withLockIfAvailable { $0 = nil } }
+    }
+
+    /// Bytes of page cache the open connections hold (those in use are not counted).
+    var cacheUsed: Int {
+        connections.reduce(0) { sum, slot in sum + (slot.withLockIfAvailable { $0?.cacheUsed ?? 0 } ?? 0) }
+    }
+
     /// Closes every idle connection.
     func close() {
         for slot in connections { slot.withLock { $0 = nil } }

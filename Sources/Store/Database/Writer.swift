@@ -10,6 +10,8 @@ struct WriteContext {
     let connection: Connection
     /// ``Database/Options/maximumLeaves``.
     let maximumLeaves: Int
+    /// ``Database/Options/maximumTreeSize``.
+    let maximumTreeSize: Int
     var lastSequence: UInt64
     var docCount: Int
     var deletedCount: Int
@@ -125,6 +127,18 @@ final class Writer: Sendable {
             }
         }
     }
+
+    /// Frees the writer connection's unused page cache, after the jobs queued now,
+    /// and hands the freed memory back to the system (malloc keeps it otherwise).
+    func releaseMemory() {
+        thread.async {
+            self.connection.withLock { $0.connection.releaseMemory() }
+            csqlite_return_freed_memory()
+        }
+    }
+
+    /// Bytes of page cache the writer connection holds, once the jobs queued now have run.
+    var cacheUsed: Int { thread.sync { connection.withLock { $0.connection.cacheUsed } } }
 
     /// Refuses new jobs; queued ones still run.
     func close() {

@@ -89,6 +89,17 @@ final class Connection {
         return Int(current)
     }
 
+    /// Bytes of page cache this connection holds now.
+    var cacheUsed: Int {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+        return Int(current)
+    }
+
+    /// Frees the page cache pages no statement holds; they are read again when next needed.
+    func releaseMemory() { sqlite3_db_release_memory(handle) }
+
     /// Rows changed by the last statement.
     var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -1,4 +1,6 @@
 import Hummingbird
+import NIOCore
+import NIOPosix
 import Store
 
 /// `_bulk_docs`, `_bulk_get` and `_revs_diff`: the batch endpoints replication runs on.
@@ -34,6 +36,10 @@ extension CouchResponder {
 
     /// `POST /{db}/_bulk_get`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`
     /// answered as `{"results": [{"id", "docs": [{"ok": doc} | {"error": {...}}]}]}`.
+    ///
+    /// The answer is streamed a result at a time, each read (revisions and
+    /// attachment files) on NIO's thread pool, so its size is bounded by the
+    /// largest document, not by the request, and no read blocks the cooperative pool.
     func bulkGet(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let body = try await exchange.readObject(limit: configuration.maximumRequestSize)
         guard case .array(let requests)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
@@ -43,15 +49,10 @@ extension CouchResponder {
         }
         let base = try DocumentReadOptions(query)
         let latest = try query.bool("latest")
-        var output: [UInt8] = Array(#"{"results":["#.utf8)
-        for (index, request) in requests.enumerated() {
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            guard let id = request["id"]?.stringValue else {
-                JSON.object(["id": request["id"] ?? .null, "docs": [["error": [
-                    "id": request["id"] ?? .null, "rev": request["rev"] ?? .null,
-                    "error": "bad_request", "reason": "document id missed"]]]]).write(to: &output)
-                continue
-            }
+        // Every request is checked before the answer starts, so a bad one still gets its 400.
+        var reads: [BulkGetRead] = []
+        reads.reserveCapacity(requests.count)
+        for request in requests {
             var options = base
             // As CouchDB: a non-empty `atts_since` brings the attachments changed
             // since; an empty one is no request for attachments at all.
@@ -59,36 +60,21 @@ extension CouchResponder {
                 let revisions = try QueryParameters.revisions(since, name: "atts_since")
                 if !revisions.isEmpty { options.attachmentsSince = revisions }
             }
-            var docs: [JSON] = []
-            func failure(_ rev: String, _ error: StoreError) -> JSON {
-                ["error": ["id": .string(id), "rev": .string(rev), "error": .string(error.error), "reason": .string(error.reason)]]
-            }
-            if let text = request["rev"]?.stringValue {
-                if let revision = RevisionID(text) {
-                    do {
-                        for answer in try db.openRevisions(id: id, revisions: [revision], latest: latest) {
-                            switch answer {
-                            case .found(let document): docs.append(["ok": try options.render(document, in: db)])
-                            case .missing(let revision): docs.append(failure(revision.description, .notFound("missing")))
-                            }
-                        }
-                    } catch {
-                        docs.append(failure(text, error))
-                    }
-                } else {
-                    docs.append(failure(text, .badRequest("Invalid rev format")))
-                }
-            } else {
-                do {
-                    docs.append(["ok": try options.render(try db.document(id: id), in: db)])
-                } catch {
-                    docs.append(failure("undefined", error))
-                }
-            }
-            JSON.object(["id": .string(id), "docs": .array(docs)]).write(to: &output)
+            reads.append(BulkGetRead(request: request, options: options))
         }
-        output.append(contentsOf: Array("]}\n".utf8))
-        return Self.bytesResponse(output)
+        return Self.streamingJSON { [reads] writer in
+            var output: [UInt8] = Array(#"{"results":["#.utf8)
+            for (index, read) in reads.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                output += try await NIOThreadPool.singleton.runIfActive { read.answer(in: db, latest: latest) }
+                if output.count >= 64 << 10 {
+                    try await writer.write(ByteBuffer(bytes: output))
+                    output.removeAll(keepingCapacity: true)
+                }
+            }
+            output.append(contentsOf: Array("]}\n".utf8))
+            try await writer.write(ByteBuffer(bytes: output))
+        }
     }
 
     /// `POST /{db}/_revs_diff`: `{id: [revs]}` answered with the missing
@@ -113,5 +99,50 @@ extension CouchResponder {
         }
         output.append(contentsOf: Array("}\n".utf8))
         return Self.bytesResponse(output)
+    }
+}
+
+/// One request of a `_bulk_get` and how to render what it names.
+private struct BulkGetRead: Sendable {
+    let request: JSON
+    let options: DocumentReadOptions
+
+    /// The serialized `{"id", "docs": [...]}` result.
+    func answer(in db: Database, latest: Bool) -> [UInt8] {
+        var output: [UInt8] = []
+        guard let id = request["id"]?.stringValue else {
+            JSON.object(["id": request["id"] ?? .null, "docs": [["error": [
+                "id": request["id"] ?? .null, "rev": request["rev"] ?? .null,
+                "error": "bad_request", "reason": "document id missed"]]]]).write(to: &output)
+            return output
+        }
+        var docs: [JSON] = []
+        func failure(_ rev: String, _ error: StoreError) -> JSON {
+            ["error": ["id": .string(id), "rev": .string(rev), "error": .string(error.error), "reason": .string(error.reason)]]
+        }
+        if let text = request["rev"]?.stringValue {
+            if let revision = RevisionID(text) {
+                do {
+                    for answer in try db.openRevisions(id: id, revisions: [revision], latest: latest) {
+                        switch answer {
+                        case .found(let document): docs.append(["ok": try options.render(document, in: db)])
+                        case .missing(let revision): docs.append(failure(revision.description, .notFound("missing")))
+                        }
+                    }
+                } catch {
+                    docs.append(failure(text, error))
+                }
+            } else {
+                docs.append(failure(text, .badRequest("Invalid rev format")))
+            }
+        } else {
+            do {
+                docs.append(["ok": try options.render(try db.document(id: id), in: db)])
+            } catch {
+                docs.append(failure("undefined", error))
+            }
+        }
+        JSON.object(["id": .string(id), "docs": .array(docs)]).write(to: &output)
+        return output
     }
 }

@@ -33,15 +33,15 @@ extension CouchResponder {
             if request.options.descending || !waiting {
                 return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
-            return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in
+            return try waitingFeed(exchange, contentType: "application/json") { writer, shutdown in
                 try await self.writeLongpoll(db, request, shutdown: shutdown, to: &writer)
             }
         case .continuous:
-            return waitingFeed(exchange.request, contentType: "application/json") { writer, shutdown in
+            return try waitingFeed(exchange, contentType: "application/json") { writer, shutdown in
                 try await self.writeContinuous(db, request, eventSource: false, shutdown: shutdown, to: &writer)
             }
         case .eventsource:
-            return waitingFeed(exchange.request, contentType: "text/event-stream") { writer, shutdown in
+            return try waitingFeed(exchange, contentType: "text/event-stream") { writer, shutdown in
                 try await self.writeContinuous(db, request, eventSource: true, shutdown: shutdown, to: &writer)
             }
         }
@@ -57,14 +57,20 @@ extension CouchResponder {
 
     /// A long-lived answer whose writing stops as soon as the client closes
     /// the connection, and ends normally when the server shuts down gracefully
-    /// (the body is handed a stream that finishes then).
-    private func waitingFeed(_ request: Request, contentType: String,
-                             _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) -> Response {
-        let feeds = listener.feeds
+    /// (the body is handed a stream that finishes then). A client address holds
+    /// at most ``ListenerConfiguration/maximumFeedsPerClient`` of them (429 beyond).
+    private func waitingFeed(_ exchange: Exchange, contentType: String,
+                             _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) throws -> Response {
+        guard case .success(let slot) = listener.feeds.acquire(for: exchange.context.clientAddress) else {
+            var error = CouchError(.tooManyRequests, "too_many_requests", "Too many change feeds open from this address; retry later.")
+            error.headers[.retryAfter] = "1"
+            throw error
+        }
+        let request = exchange.request
         // The connection is not reused after a feed (see below); say so.
         return Response(status: .ok, headers: [.contentType: contentType, .connection: "close"], body: ResponseBody { writer in
-            feeds.opened()
-            defer { feeds.closed() }
+            // Held until the feed ends (or the answer is dropped unwritten).
+            defer { withExtendedLifetime(slot) {} }
             let (shutdown, stop) = AsyncStream.makeStream(of: Void.self)
             do {
                 try await withGracefulShutdownHandler {

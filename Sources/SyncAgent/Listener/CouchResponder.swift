@@ -28,6 +28,8 @@ struct CouchResponder: HTTPResponder {
             response = Self.error(CouchError(error))
         } catch MultipartError.tooLarge {
             response = Self.error(.tooLarge)
+        } catch MultipartError.tooManyParts(let maximum) {
+            response = Self.error(CouchError(.contentTooLarge, "too_large", "multipart body has more than \(maximum) parts"))
         } catch let error as MultipartError {
             response = Self.error(.badRequest("\(error)"))
         } catch let error as HTTPError where error.status == .contentTooLarge {

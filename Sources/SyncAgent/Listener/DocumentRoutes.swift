@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import NIOCore
+import NIOPosix
 import Store
 
 /// `GET/PUT/DELETE /{db}/{docid}`: one document, a revision of it, or its
@@ -30,15 +32,28 @@ extension CouchResponder {
                 // cannot have (all, or those after `atts_since`), whatever `attachments` says.
                 var multipart = options
                 multipart.attachments = true
-                return try openRevisionsMultipart(answers, in: db, options: multipart)
+                return openRevisionsMultipart(answers, in: db, options: multipart)
             }
-            let items: [JSON] = try answers.map { answer in
-                switch answer {
-                case .found(let document): ["ok": try options.render(document, in: db)]
-                case .missing(let revision): ["missing": .string(revision.description)]
+            // Streamed an answer at a time: a document's leaves are bounded, their answer need not be held whole.
+            return Self.streamingJSON { writer in
+                var output: [UInt8] = [UInt8(ascii: "[")]
+                for (index, answer) in answers.enumerated() {
+                    if index > 0 { output.append(UInt8(ascii: ",")) }
+                    switch answer {
+                    case .found(let document):
+                        let rendered = try await NIOThreadPool.singleton.runIfActive { try options.render(document, in: db) }
+                        JSON.object(["ok": rendered]).write(to: &output)
+                    case .missing(let revision):
+                        JSON.object(["missing": .string(revision.description)]).write(to: &output)
+                    }
+                    if output.count >= 64 << 10 {
+                        try await writer.write(ByteBuffer(bytes: output))
+                        output.removeAll(keepingCapacity: true)
+                    }
                 }
+                output += Array("]\n".utf8)
+                try await writer.write(ByteBuffer(bytes: output))
             }
-            return Self.json(.array(items))
         }
         let document = try db.document(id: id, revision: try query.revision("rev"))
         let etag = "\"\(document.revision)\""
@@ -53,26 +68,33 @@ extension CouchResponder {
     }
 
     /// `open_revs` as CouchDB's `multipart/mixed`: one part per revision, a
-    /// `multipart/related` part when the revision's attachments follow.
-    private func openRevisionsMultipart(_ answers: [OpenRevision], in db: Database, options: DocumentReadOptions) throws -> Response {
-        var writer = MultipartWriter()
-        for answer in answers {
-            switch answer {
-            case .missing(let revision):
-                writer.startPart([("Content-Type", "application/json; error=\"true\"")])
-                writer.append(.bytes(JSON.object(["missing": .string(revision.description)]).serializedBytes()))
-            case .found(let document):
-                if options.included(in: document).isEmpty {
-                    writer.startPart([("Content-Type", "application/json")])
-                    writer.append(.bytes(try options.render(document, in: db).serializedBytes()))
-                } else {
-                    let (contentType, segments) = try options.related(document, in: db)
-                    writer.startPart([("Content-Type", contentType)])
-                    writer.append(contentsOf: segments)
+    /// `multipart/related` part when the revision's attachments follow. Sent
+    /// chunked, a part at a time, as CouchDB does.
+    private func openRevisionsMultipart(_ answers: [OpenRevision], in db: Database, options: DocumentReadOptions) -> Response {
+        let boundary = MultipartWriter.randomBoundary()
+        let contentType = MultipartWriter(boundary: boundary).contentType("mixed")
+        return Response(status: .ok, headers: [.contentType: contentType], body: ResponseBody { writer in
+            var multipart = MultipartWriter(boundary: boundary)
+            for answer in answers {
+                switch answer {
+                case .missing(let revision):
+                    multipart.startPart([("Content-Type", "application/json; error=\"true\"")])
+                    multipart.append(.bytes(JSON.object(["missing": .string(revision.description)]).serializedBytes()))
+                case .found(let document):
+                    if options.included(in: document).isEmpty {
+                        multipart.startPart([("Content-Type", "application/json")])
+                        multipart.append(.bytes(try options.render(document, in: db).serializedBytes()))
+                    } else {
+                        let (contentType, segments) = try options.related(document, in: db)
+                        multipart.startPart([("Content-Type", contentType)])
+                        multipart.append(contentsOf: segments)
+                    }
                 }
+                try await MultipartSegment.write(multipart.takeSegments()) { try await writer.write($0) }
             }
-        }
-        return Self.streaming(writer.finish(), contentType: writer.contentType("mixed"))
+            try await MultipartSegment.write(multipart.finish()) { try await writer.write($0) }
+            try await writer.finish(nil)
+        })
     }
 
     private func putDocument(_ id: String, in db: Database, _ exchange: inout Exchange) async throws -> Response {
@@ -114,7 +136,10 @@ extension CouchResponder {
         do {
             var index = 0
             while let headers = try await reader.nextPart() {
-                guard let name = headers.filename ?? (index < follows.count ? follows[index] : nil) else {
+                // Each attachment that follows comes once: a part for anything else is refused, so
+                // the parts are bounded by the document (and no staged file is overwritten unseen).
+                guard let name = headers.filename ?? (index < follows.count ? follows[index] : nil),
+                      follows.contains(name), staged[name] == nil else {
                     throw CouchError.badRequest("multipart part \(index + 2) matches no attachment that follows")
                 }
                 staged[name] = try await db.stageAttachment(reader.bodyChunks(), limit: configuration.maximumAttachmentSize)

@@ -8,7 +8,6 @@ import NIOCore
 import NIOSSL
 import ServiceLifecycle
 import Store
-import Synchronization
 
 /// How a listener serves: address, TLS and size limits. Who may do what is
 /// not configured here: see ``Listener`` and `Auth/Authorization.swift`.
@@ -24,6 +23,16 @@ public struct ListenerConfiguration: Sendable {
     public var maximumRequestSize = 64 << 20
     /// The largest attachment accepted, in bytes (413 beyond).
     public var maximumAttachmentSize = 1 << 32
+    /// The most connections open at once (503 beyond).
+    public var maximumConnections = 1_000
+    /// The most connections open at once from one client address (429 beyond).
+    public var maximumConnectionsPerClient = 100
+    /// The most waiting change feeds (longpoll, continuous, eventsource) one
+    /// client address may hold open at once (429 beyond).
+    public var maximumFeedsPerClient = 50
+    /// How long a database goes unasked for before the listener gives back the
+    /// memory it holds (its SQLite caches); it is used again as usual.
+    public var databaseIdleTime: Duration = .seconds(60)
     /// How long an `AuthSession` cookie stays valid, in seconds.
     public var sessionTimeout = 600
     /// The CouchDB version reported by `GET /`: the release whose documented
@@ -69,7 +78,10 @@ public final class Listener: Sendable {
     let agentStatus = Locked<(@Sendable () -> AgentStatus?)?>(nil)
     /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
     public let activeTasks: ActiveTasks
-    let feeds = FeedCounter()
+    /// The waiting change feeds, per client address.
+    let feeds: ClientSlots
+    /// The open connections, in all and per client address.
+    let connectionSlots: ClientSlots
     let sessions: SessionCookies
     let connections = Connections()
     /// Failed logins per client address.
@@ -91,6 +103,9 @@ public final class Listener: Sendable {
         self.configuration = configuration
         self.activeTasks = activeTasks
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
+        self.feeds = ClientSlots(maximumPerClient: configuration.maximumFeedsPerClient)
+        self.connectionSlots = ClientSlots(maximum: configuration.maximumConnections,
+                                           maximumPerClient: configuration.maximumConnectionsPerClient)
         self.logger = logger
     }
 
@@ -108,7 +123,9 @@ public final class Listener: Sendable {
         let responder = ListenerResponder(listener: self)
         // Connections that send and receive nothing for this long are closed, so a
         // vanished client holds nothing (feeds send heartbeats or end sooner).
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300)))
+        let slots = connectionSlots
+        let http1 = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionLimitHandler(connections: slots)], idleTimeout: .seconds(300)))
         let server: HTTPServerBuilder
         if configuration.tls {
             server = try .tls(http1, configuration: TLSChannelConfiguration(
@@ -153,7 +170,8 @@ extension Listener {
     }
 }
 
-/// The HTTP server and, beside it, the watch that closes revoked peers' connections.
+/// The HTTP server and, beside it, the watch that closes revoked peers'
+/// connections and releases the memory of databases gone idle.
 struct ListenerService<Server: Service>: Service {
     let listener: Listener
     let server: Server
@@ -166,19 +184,11 @@ struct ListenerService<Server: Service>: Service {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
                     listener.closeRevokedConnections()
+                    listener.catalog.releaseIdle(after: listener.configuration.databaseIdleTime)
                 }
             }
             try await group.next()
             group.cancelAll()
         }
     }
-}
-
-/// Counts the long-lived change feeds being served, so tests and status can
-/// see that a feed's task ended when its client went away.
-final class FeedCounter: Sendable {
-    private let value = Atomic<Int>(0)
-    var count: Int { value.load(ordering: .relaxed) }
-    func opened() { value.add(1, ordering: .relaxed) }
-    func closed() { value.subtract(1, ordering: .relaxed) }
 }

@@ -26,15 +26,20 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
     private let delimiter: [UInt8]
     private var state = State.preamble
     private let maximumHeaderSize = 16 << 10
+    /// The most parts read before ``MultipartError/tooManyParts``.
+    private let maximumParts: Int
+    private var parts = 0
 
     private enum State {
         case preamble, headers, body, epilogue
     }
 
     /// A reader of `body`, whose parts are separated by `boundary` (the
-    /// `boundary` parameter of the `Content-Type`, without quotes).
-    init(boundary: String, body: Body) {
+    /// `boundary` parameter of the `Content-Type`, without quotes), refusing
+    /// more than `maximumParts` parts.
+    init(boundary: String, body: Body, maximumParts: Int = 10_000) {
         self.source = body.makeAsyncIterator()
+        self.maximumParts = maximumParts
         self.delimiter = Array("\r\n--\(boundary)".utf8)
         // The first boundary may start the body without a preceding CRLF.
         self.buffer = [0x0D, 0x0A]
@@ -58,6 +63,8 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
             state = .epilogue
             return nil
         }
+        parts += 1
+        guard parts <= maximumParts else { throw MultipartError.tooManyParts(maximumParts) }
         let lineEnd = try await find([0x0D, 0x0A], limit: 1024)
         start = lineEnd + 2
         let headerEnd: Int
@@ -190,11 +197,14 @@ enum MultipartError: Error, CustomStringConvertible {
     case malformed(String)
     /// A part is larger than allowed.
     case tooLarge
+    /// The body has more parts than allowed.
+    case tooManyParts(Int)
 
     var description: String {
         switch self {
         case .malformed(let why): "malformed multipart body: \(why)"
         case .tooLarge: "multipart part too large"
+        case .tooManyParts(let maximum): "multipart body has more than \(maximum) parts"
         }
     }
 }

@@ -42,6 +42,12 @@ struct MultipartWriter: Sendable {
     /// Appends the segments of a nested multipart body.
     mutating func append(contentsOf nested: [MultipartSegment]) { segments.append(contentsOf: nested) }
 
+    /// The segments written since the last call, for a body sent as it is written.
+    mutating func takeSegments() -> [MultipartSegment] {
+        defer { segments.removeAll() }
+        return segments
+    }
+
     /// Closes the body and returns its segments.
     mutating func finish() -> [MultipartSegment] {
         segments.append(.bytes(Array("\r\n--\(boundary)--".utf8)))

@@ -9,8 +9,9 @@ final class RawHTTPConnection {
     /// Everything received so far.
     private(set) var received: [UInt8] = []
 
-    /// Connects to `url`'s host (an IPv4 address) and port.
-    init(url: String) throws {
+    /// Connects to `url`'s host (an IPv4 address) and port, from the loopback
+    /// address `source` (such as `127.0.0.2`) when given.
+    init(url: String, source: String? = nil) throws {
         guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
             throw TestSupportError("bad URL \(url)")
         }
@@ -19,16 +20,27 @@ final class RawHTTPConnection {
         } ?? ""
         socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw TestSupportError("socket failed") }
+        if let source {
+            guard Self.withAddress(source, port: 0, { bind(socket, $0, $1) }) == 0 else {
+                _ = Glibc.close(socket)
+                throw TestSupportError("bind to \(source) failed")
+            }
+        }
+        let connected = Self.withAddress(host, port: port) { connect(socket, $0, $1) }
+        guard connected == 0 else {
+            _ = Glibc.close(socket)
+            throw TestSupportError("connect to \(url) failed")
+        }
+    }
+
+    /// Calls `body` with the IPv4 socket address of `host` and `port`.
+    private static func withAddress(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, host, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            _ = Glibc.close(socket)
-            throw TestSupportError("connect to \(url) failed")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 
