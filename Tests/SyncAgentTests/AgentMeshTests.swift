@@ -159,25 +159,4 @@ final class AgentMeshTests: XCTestCase {
             try await a.waitUntil("A still receives from B") { try await a.get("syncd", "without-avahi") != nil }
         }
     }
-
-    func testPeersWithOnlyIPv6LinkLocalAddressesReachEachOtherByTheirInterfaceScope() async throws {
-        try await TestBed.with(hosts: 2, ipv6: true) { bed in
-            let agents = try await agents(on: bed)
-            let (a, b) = (agents[0], agents[1])
-            defer { agents.forEach { $0.stop() } }
-            try b.pair(with: try XCTUnwrap(a.invitation))
-            try await a.put("syncd", "over-ipv4", [:])
-            try await b.waitUntil("B has the first document") { try await b.get("syncd", "over-ipv4") != nil }
-            // Only link-local IPv6 is left: fe80:: addresses mean nothing without their interface.
-            for host in [bed["a"], bed["b"]] {
-                try host.run(["/usr/sbin/ip", "-4", "addr", "flush", "dev", "eth0"])
-            }
-            try await a.put("syncd", "over-link-local", [:])
-            try await b.put("syncd", "back-over-link-local", [:])
-            try await b.waitUntil("B receives over link-local IPv6", timeout: .seconds(90)) { try await b.get("syncd", "over-link-local") != nil }
-            try await a.waitUntil("A receives over link-local IPv6", timeout: .seconds(90)) { try await a.get("syncd", "back-over-link-local") != nil }
-            let address = try await a.status().peers.first?.address ?? ""
-            XCTAssertTrue(address.hasPrefix("[fe80::") && address.contains("%eth0]"), address)
-        }
-    }
 }

@@ -77,6 +77,9 @@ public final class Database: Sendable {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try Schema.migrate(connection)
         let meta = try Self.loadMeta(connection)
+        // No statement may keep a read snapshot open on the writer's connection: its first
+        // write would fail at once if another connection committed since.
+        connection.resetStatements()
         self.uuid = meta.uuid
         self.attachments = try AttachmentStore(folder: path + ".attachments")
         let notifier = Notifier()
