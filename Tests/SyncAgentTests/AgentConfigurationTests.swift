@@ -1,3 +1,4 @@
+import Foundation
 import Discovery
 import Store
 import SyncAgent
@@ -55,6 +56,24 @@ struct AgentConfigurationTests {
         #expect(configuration.databases.map(\.name) == ["syncd"])
         let missing = try AgentConfiguration.load(path: "/nonexistent/syncd.toml")
         #expect(missing == AgentConfiguration())
+    }
+
+    /// The Debian package's commented `/etc/syncd/syncd.toml` parses as it is, and with
+    /// every example in it uncommented.
+    @Test func thePackagedFileAndItsExamplesParse() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("packaging/syncd.toml"), encoding: .utf8)
+        #expect(try AgentConfiguration(toml: text) == AgentConfiguration())
+        let examples = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
+            guard line.hasPrefix("#") else { return line }
+            let code = line.dropFirst().drop { $0 == " " }
+            return code.wholeMatch(of: /\[\[?[a-z.]+\]\]?|[a-z_]+ = .+/) != nil ? code : line
+        }.joined(separator: "\n")
+        let configuration = try AgentConfiguration(toml: examples)
+        #expect(configuration.name == "kitchen")
+        #expect(configuration.databases.first?.peerFilters.first?.peer == "ABCD-EFGH")
+        #expect(configuration.peers.first?.addresses == ["192.0.2.7:6984"])
+        #expect(configuration.remotes.first?.credentialsFile == "/etc/syncd/couch.credentials")
     }
 
     @Test(arguments: [

@@ -51,6 +51,10 @@ final class RemoteLink: Sendable {
 
     /// `text` with the `user:password` of the file `path` as its user information.
     static func url(_ text: String, credentialsFrom path: String) throws -> RemoteURL {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o007 != 0 {
+            throw ConfigurationError("the credentials file \(path) may be read by every user: chmod o-rwx it")
+        }
         let content: String
         do {
             content = try String(contentsOfFile: path, encoding: .utf8)
