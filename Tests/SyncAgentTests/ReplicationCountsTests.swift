@@ -79,8 +79,8 @@ final class VanishingEndpoint: Endpoint, @unchecked Sendable {
         try mayFail()
         return try await inner.missingRevisions(revisions)
     }
-    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        try await inner.revisions(requests)
+    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests, deliver: deliver)
     }
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         try mayFail(writing: true)
@@ -110,7 +110,9 @@ final class RestoredSource: Endpoint, @unchecked Sendable {
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         try await inner.missingRevisions(revisions)
     }
-    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] { try await inner.revisions(requests) }
+    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests, deliver: deliver)
+    }
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] { try await inner.write(revisions) }
     func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }

@@ -224,12 +224,11 @@ final class InspectedEndpoint: Endpoint, @unchecked Sendable {
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         try await inner.missingRevisions(revisions)
     }
-    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        let answers = try await inner.revisions(requests)
-        lock.withLock {
-            for case .found(let revision) in answers { fetched.append(revision) }
+    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests) { answer in
+            if case .found(let revision) = answer { lock.withLock { fetched.append(revision) } }
+            await deliver(answer)
         }
-        return answers
     }
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         let accepted = revisions.filter { $0.id != refused }

@@ -36,14 +36,25 @@ public protocol Endpoint: Sendable {
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions]
 
     /// Reads the given revisions with their history and the attachments the
-    /// other side lacks (`_bulk_get`, or `open_revs`).
-    func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision]
+    /// other side lacks (`_bulk_get`, or `open_revs`), handing each to `deliver` as it
+    /// is read, which may take its time (back pressure): however large the answer, the
+    /// endpoint holds about one revision at a time.
+    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError)
 
     /// Writes replicated revisions as they are (`new_edits=false`). Returns the documents that were refused.
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure]
 
     /// Asks the database to make its writes durable before a checkpoint names them.
     func ensureFullCommit() async throws(EndpointError)
+}
+
+extension Endpoint {
+    /// Reads the given revisions into one array, for answers known to be small.
+    public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
+        var fetched: [FetchedRevision] = []
+        try await revisions(requests) { fetched.append($0) }
+        return fetched
+    }
 }
 
 /// A document id and some of its revisions.

@@ -84,31 +84,29 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
-    /// Reads each missing revision (`latest`), attachments the other side lacks inline.
-    public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        var fetched: [FetchedRevision] = []
-        fetched.reserveCapacity(requests.count)
+    /// Reads each missing revision (`latest`), attachments the other side lacks inline,
+    /// delivering each as it is read.
+    public func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         for request in requests {
             let answers: [OpenRevision]
             do {
                 answers = try database.openRevisions(id: request.id, revisions: request.missing, latest: true)
             } catch where error.kind == .notFound {
-                fetched += request.missing.map { .missing(id: request.id, revision: $0) }
+                for revision in request.missing { await deliver(.missing(id: request.id, revision: revision)) }
                 continue
             } catch {
-                fetched.append(.failed(id: request.id, revision: request.missing.first, reason: error.description))
+                await deliver(.failed(id: request.id, revision: request.missing.first, reason: error.description))
                 continue
             }
             for answer in answers {
                 switch answer {
                 case .missing(let revision):
-                    fetched.append(.missing(id: request.id, revision: revision))
+                    await deliver(.missing(id: request.id, revision: revision))
                 case .found(let document):
-                    fetched.append(render(document, knownAncestors: request.possibleAncestors))
+                    await deliver(render(document, knownAncestors: request.possibleAncestors))
                 }
             }
         }
-        return fetched
     }
 
     /// The revision's JSON with `_revisions`, attachments the other side has as stubs and the rest inline.

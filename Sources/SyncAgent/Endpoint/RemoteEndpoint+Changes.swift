@@ -44,10 +44,7 @@ extension RemoteEndpoint {
         let (method, body) = filterParameters(request.filter, into: &query)
         let response = try await send(method, databasePath + "/_changes", query: query, body: body,
                                       accept: "application/json", timeout: .seconds(365 * 24 * 3600))
-        guard response.status.code < 400 else {
-            let bytes = try? await response.body.collect(upTo: 1 << 20)
-            throw error(status: Int(response.status.code), body: bytes.flatMap { try? JSON(parsing: $0.readableBytesView) })
-        }
+        guard response.status.code < 400 else { throw await error(answering: response) }
         var since = start
         var pending: [UInt8] = []
         var rows: [ChangedDocument] = []

@@ -24,21 +24,22 @@ extension RemoteEndpoint {
 
     /// `POST _bulk_get?revs=true&latest=true&attachments=true` with `atts_since`,
     /// or one `GET doc?open_revs=...` per document, answered as `multipart/mixed`,
-    /// where the server lacks `_bulk_get`.
-    public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        guard !requests.isEmpty else { return [] }
+    /// where the server lacks `_bulk_get`. Each revision goes to `deliver` as soon as
+    /// its part of the answer is read: the answer is never held whole.
+    public func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        guard !requests.isEmpty else { return }
         if bulkGetSupported.withLock({ $0 }) != false {
-            if let fetched = try await bulkGet(requests) {
+            if try await bulkGet(requests, deliver: deliver) {
                 bulkGetSupported.withLock { $0 = true }
-                return fetched
+                return
             }
             bulkGetSupported.withLock { $0 = false }
         }
-        return try await openRevisions(requests)
+        try await openRevisions(requests, deliver: deliver)
     }
 
-    /// The `_bulk_get` answer, or `nil` when the server does not have `_bulk_get`.
-    private func bulkGet(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision]? {
+    /// Reads the `_bulk_get` answer one result at a time; `false` when the server does not have `_bulk_get`.
+    private func bulkGet(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) -> Bool {
         var docs: [JSON] = []
         for request in requests {
             let since = JSON.array(request.possibleAncestors.map { .string($0.description) })
@@ -49,52 +50,74 @@ extension RemoteEndpoint {
             }
         }
         let query = [("revs", "true"), ("latest", "true"), ("attachments", "true")]
-        let (status, _, bytes) = try await request(.POST, databasePath + "/_bulk_get", query: query,
-                                                   body: JSON.object(["docs": .array(docs)]).serializedBytes(),
-                                                   limit: Self.largestRevisionsAnswer)
-        let json = try? JSON(parsing: bytes.readableBytesView)
-        if status == 404 || status == 405 || status == 501 || (status == 400 && json?["error"]?.stringValue == "illegal_docid") {
-            return nil
+        let path = databasePath + "/_bulk_get"
+        let response = try await send(.POST, path, query: query, body: JSON.object(["docs": .array(docs)]).serializedBytes(),
+                                      accept: "application/json", timeout: configuration.requestTimeout)
+        // Whether the server has `_bulk_get` is decided by the status, before the body is read as a stream.
+        guard response.status.code < 400 else {
+            let failure = await error(answering: response)
+            if [404, 405, 501].contains(failure.status) || (failure.status == 400 && failure.error == "illegal_docid") { return false }
+            throw failure
         }
-        guard status < 400 else { throw error(status: status, body: json) }
-        guard case .array(let results)? = json?["results"] else { throw .badResponse(displayName, "_bulk_get answered without results") }
         // Only what was asked for: a server adding documents (or `_local/` ones) is refused.
         let asked = Set(requests.map(\.id))
-        var fetched: [FetchedRevision] = []
-        for result in results {
-            guard let id = result["id"]?.stringValue, asked.contains(id) else {
-                throw .badResponse(displayName, "_bulk_get answered for a document not asked for")
+        var splitter = ResultsSplitter(limit: Self.largestRevisionsAnswer)
+        var results = 0
+        do {
+            for try await chunk in response.body {
+                for element in try splitter.elements(in: chunk.readableBytesView) {
+                    results += 1
+                    // CouchDB answers one result for each revision asked.
+                    guard results <= docs.count else {
+                        throw EndpointError.badResponse(displayName, "_bulk_get answered more results than the \(docs.count) asked for")
+                    }
+                    let result: JSON
+                    do { result = try JSON(parsing: element) } catch {
+                        throw EndpointError.badResponse(displayName, "a _bulk_get result is not JSON: \(error)")
+                    }
+                    guard let id = result["id"]?.stringValue, asked.contains(id), !id.hasPrefix("_local/") else {
+                        throw EndpointError.badResponse(displayName, "_bulk_get answered for a document not asked for")
+                    }
+                    for answer in result["docs"]?.arrayValue ?? [] {
+                        await deliver(revision(from: answer, id: id))
+                    }
+                }
             }
-            for answer in result["docs"]?.arrayValue ?? [] {
-                fetched.append(revision(from: answer, id: id))
-            }
+            try splitter.finish()
+        } catch let error as EndpointError {
+            throw error
+        } catch let error as ResultsSplitter.FramingError {
+            throw .badResponse(displayName, "malformed _bulk_get answer: \(error)")
+        } catch {
+            throw .unreachable(displayName, "reading the answer to POST \(path) failed: \(Self.describe(error))")
         }
-        return fetched
+        return true
     }
 
-    /// One `GET doc?open_revs=[...]` per document, a few at a time.
-    private func openRevisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
-        let result = await withTaskGroup(of: (Int, Result<[FetchedRevision], EndpointError>).self) { group in
+    /// One `GET doc?open_revs=[...]` per document, a few at a time, each document's
+    /// revisions delivered once its answer is read.
+    private func openRevisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        let failure = await withTaskGroup(of: Result<[FetchedRevision], EndpointError>.self) { group -> EndpointError? in
             var next = 0
-            var answers = [[FetchedRevision]?](repeating: nil, count: requests.count)
             var failure: EndpointError?
             func add() {
-                let index = next
+                let request = requests[next]
                 next += 1
-                group.addTask { (index, await self.openRevisions(of: requests[index])) }
+                group.addTask { await self.openRevisions(of: request) }
             }
             while next < min(8, requests.count) { add() }
-            for await (index, outcome) in group {
+            for await outcome in group {
                 switch outcome {
-                case .success(let fetched): answers[index] = fetched
-                case .failure(let error): failure = failure ?? error
+                case .success(let fetched):
+                    for revision in fetched { await deliver(revision) }
+                case .failure(let error):
+                    failure = failure ?? error
                 }
                 if next < requests.count && failure == nil { add() }
             }
-            if let failure { return Result<[FetchedRevision], EndpointError>.failure(failure) }
-            return .success(answers.flatMap { $0 ?? [] })
+            return failure
         }
-        return try result.get()
+        if let failure { throw failure }
     }
 
     private func openRevisions(of request: MissingRevisions) async -> Result<[FetchedRevision], EndpointError> {
@@ -103,55 +126,70 @@ extension RemoteEndpoint {
         if !request.possibleAncestors.isEmpty {
             query.append(("atts_since", JSON.array(request.possibleAncestors.map { .string($0.description) }).serialized()))
         }
+        let path = databasePath + "/" + PathEncoding.documentID(request.id)
         do {
             // Attachments come as binary parts, as CouchDB's replicator asks for them.
-            let (status, headers, bytes) = try await self.request(
-                .GET, databasePath + "/" + PathEncoding.documentID(request.id), query: query, accept: "multipart/mixed",
-                limit: Self.largestRevisionsAnswer)
-            if status == 404 {
+            let response = try await send(.GET, path, query: query, body: nil, accept: "multipart/mixed",
+                                          timeout: configuration.requestTimeout)
+            guard response.status.code < 400 else {
+                let failure = await error(answering: response)
+                guard failure.isNotFound else { return .failure(failure) }
                 return .success(request.missing.map { .missing(id: request.id, revision: $0) })
             }
-            guard status < 400 else { return .failure(error(status: status, body: try? JSON(parsing: bytes.readableBytesView))) }
-            let type = headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
+            let type = response.headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
             if type?.type == "multipart/mixed", let boundary = type?.boundary {
-                let answers = try await openRevisionAnswers(bytes, boundary: boundary)
+                let answers = try await openRevisionAnswers(response.body, boundary: boundary, parts: request.missing.count)
                 return .success(answers.map { revision(from: $0, id: request.id) })
             }
             // A server that answers JSON whatever the Accept header says.
+            let bytes = try await collect(response, answering: .GET, path, limit: Self.largestRevisionsAnswer)
             guard case .array(let answers)? = try? JSON(parsing: bytes.readableBytesView) else {
                 return .failure(.badResponse(displayName, "open_revs answered neither multipart nor a JSON array"))
             }
             return .success(answers.map { revision(from: $0, id: request.id) })
         } catch let error as EndpointError {
             return .failure(error)
-        } catch {
+        } catch let error as MultipartError {
             return .failure(.badResponse(displayName, "unreadable open_revs answer: \(error)"))
+        } catch let error as JSONSyntaxError {
+            return .failure(.badResponse(displayName, "unreadable open_revs answer: \(error)"))
+        } catch let error as StoreError {
+            return .failure(.badResponse(displayName, "unreadable open_revs attachment: \(error)"))
+        } catch {
+            return .failure(.unreachable(displayName, "reading the answer to GET \(path) failed: \(Self.describe(error))"))
         }
     }
 
-    /// The parts of a `multipart/mixed` `open_revs` answer as JSON answers
-    /// (`{"ok": doc}` or `{"missing": rev}`), each attachment that follows its
-    /// document put inline, decoded when the server sent it gzip-encoded.
-    private func openRevisionAnswers(_ body: ByteBuffer, boundary: String) async throws -> [JSON] {
-        let outer = MultipartReader(boundary: boundary, body: Self.single(body))
+    /// The parts of a `multipart/mixed` `open_revs` answer, read as they arrive, as JSON
+    /// answers (`{"ok": doc}` or `{"missing": rev}`), each attachment that follows its
+    /// document put inline, decoded when the server sent it gzip-encoded. At most one part
+    /// per revision asked (`parts`), and at most ``largestRevisionsAnswer`` bytes in all.
+    private func openRevisionAnswers<Body: AsyncSequence>(_ body: Body, boundary: String, parts: Int) async throws -> [JSON]
+    where Body.Element == ByteBuffer {
+        let outer = MultipartReader(boundary: boundary, body: body, maximumParts: parts)
+        var remaining = Self.largestRevisionsAnswer
+        func read<Source>(_ reader: MultipartReader<Source>) async throws -> [UInt8] {
+            let bytes = try await reader.readBody(limit: remaining)
+            remaining -= bytes.count
+            return bytes
+        }
         var answers: [JSON] = []
         while let headers = try await outer.nextPart() {
             let type = MediaType(parsing: headers["content-type"] ?? "application/json")
-            let part = try await outer.readBody(limit: Int.max)
             guard type.type == "multipart/related", let innerBoundary = type.boundary else {
-                let json = try JSON(parsing: part)
+                let json = try JSON(parsing: try await read(outer))
                 answers.append(json["missing"] != nil ? json : ["ok": json])
                 continue
             }
-            let inner = MultipartReader(boundary: innerBoundary, body: Self.single(ByteBuffer(bytes: part)))
-            guard try await inner.nextPart() != nil, case .object(var document) = try JSON(parsing: try await inner.readBody(limit: Int.max)) else {
+            let inner = MultipartReader(boundary: innerBoundary, body: outer.bodyChunks().map { ByteBuffer(bytes: $0) })
+            guard try await inner.nextPart() != nil, case .object(var document) = try JSON(parsing: try await read(inner)) else {
                 throw EndpointError.badResponse(displayName, "open_revs part without a document")
             }
             var attachments = document["_attachments"]?.objectValue ?? [:]
             let follows = attachments.compactMap { $0.value["follows"]?.boolValue == true ? $0.key : nil }
             var index = 0
             while let partHeaders = try await inner.nextPart() {
-                let content = try await inner.readBody(limit: Int.max)
+                let content = try await read(inner)
                 guard let name = partHeaders.filename ?? (index < follows.count ? follows[index] : nil),
                       case .object(var entry)? = attachments[name] else {
                     throw EndpointError.badResponse(displayName, "open_revs attachment part matches no attachment")
@@ -159,8 +197,8 @@ extension RemoteEndpoint {
                 index += 1
                 var data = content
                 if let encoding = entry["encoding"]?.stringValue, encoding != "identity" {
-                    guard encoding == "gzip", let length = entry["length"]?.intValue else {
-                        throw EndpointError.badResponse(displayName, "attachment \(name) in an encoding other than gzip")
+                    guard encoding == "gzip", let length = entry["length"]?.intValue, length <= remaining else {
+                        throw EndpointError.badResponse(displayName, "attachment \(name) in an encoding other than gzip, or too large")
                     }
                     data = try AttachmentContentReader.decodeGzip(content, length: length)
                 }
@@ -173,14 +211,6 @@ extension RemoteEndpoint {
             answers.append(["ok": .object(document)])
         }
         return answers
-    }
-
-    /// A body already read, as the chunk sequence ``MultipartReader`` reads.
-    private static func single(_ buffer: ByteBuffer) -> AsyncStream<ByteBuffer> {
-        AsyncStream { continuation in
-            continuation.yield(buffer)
-            continuation.finish()
-        }
     }
 
     /// One `{"ok": doc}`, `{"missing": rev}` or `{"error": {...}}` answer about document `id`.

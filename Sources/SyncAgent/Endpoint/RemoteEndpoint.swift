@@ -197,14 +197,26 @@ public final class RemoteEndpoint: Endpoint {
     ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         let response = try await send(method, path, query: query, body: body, accept: accept, contentType: contentType,
                                       timeout: configuration.requestTimeout)
+        let bytes = try await collect(response, answering: method, path, limit: limit)
+        return (Int(response.status.code), response.headers, bytes)
+    }
+
+    /// The whole body of `response`, the answer to `method path`; more than `limit` bytes is a `bad_response`.
+    func collect(_ response: HTTPClientResponse, answering method: HTTPMethod, _ path: String,
+                 limit: Int) async throws(EndpointError) -> ByteBuffer {
         do {
-            let bytes = try await response.body.collect(upTo: limit)
-            return (Int(response.status.code), response.headers, bytes)
+            return try await response.body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw .badResponse(displayName, "\(method) \(path) answered more than \(limit >> 20) MiB")
         } catch {
             throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(Self.describe(error))")
         }
+    }
+
+    /// The error of an answer with an error status: its CouchDB error body (read up to 1 MiB) as an ``EndpointError``.
+    func error(answering response: HTTPClientResponse) async -> EndpointError {
+        let bytes = try? await response.body.collect(upTo: 1 << 20)
+        return error(status: Int(response.status.code), body: bytes.flatMap { try? JSON(parsing: $0.readableBytesView) })
     }
 
     /// Sends a request and returns its JSON answer; an error status becomes an ``EndpointError``.

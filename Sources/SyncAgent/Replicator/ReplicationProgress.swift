@@ -79,19 +79,23 @@ final class ReplicationProgress: Sendable {
         }
     }
 
-    /// The inserter has finished a batch: `written` revisions stored, `refused`
-    /// refused by the target. The batch's counts (revisions checked, missing, read,
-    /// unreadable) are taken now, when it is done, so that a batch a failed session
-    /// left half-way and the next one redoes is counted once.
-    func inserted(_ batch: ReplicationBatch, written: Int, refused: Int) {
-        // A revision gone from the source since the diff is neither read nor a failure.
-        let unreadable = batch.fetched.reduce(0) { count, revision in
-            if case .failed = revision { count + 1 } else { count }
-        }
-        let gone = batch.fetched.reduce(0) { count, revision in
-            if case .missing = revision { count + 1 } else { count }
-        }
-        let read = batch.fetched.count - unreadable - gone
+    /// What the inserter did with a batch's revisions, over all its parts.
+    struct InsertedCounts {
+        /// Revisions read from the source (a revision gone from the source since the diff is neither read nor a failure).
+        var read = 0
+        /// Revisions the source could not give.
+        var unreadable = 0
+        /// Revisions stored by the target.
+        var written = 0
+        /// Revisions the target refused.
+        var refused = 0
+    }
+
+    /// The inserter has finished a batch (its last part). The batch's counts (revisions
+    /// checked, missing, read, unreadable) are taken now, when it is done, so that a batch
+    /// a failed session left half-way and the next one redoes is counted once.
+    func inserted(_ batch: ReplicationBatch, _ counts: InsertedCounts) {
+        let (read, unreadable, written, refused) = (counts.read, counts.unreadable, counts.written, counts.refused)
         update { state in
             state.statistics.missingChecked += batch.revisionCount
             state.statistics.missingFound += batch.missing.reduce(0) { $0 + $1.missing.count }

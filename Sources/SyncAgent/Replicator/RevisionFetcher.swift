@@ -1,63 +1,134 @@
 import AsyncAlgorithms
 import Logging
+import Store
 
 /// Third stage: reads the missing revisions from the source with their
 /// history, and only the attachments the target lacks (`_bulk_get`, or
 /// `open_revs` where the source has no `_bulk_get`). A large batch is read as
 /// a few requests at once, so a remote source can use more than one core.
+///
+/// Revisions go on to the inserter in parts as they are read: once a part holds
+/// more than `budget` bytes of JSON and attachment data, it is sent, so that at
+/// most about one budget per parallel request is held. Only the batch's last part
+/// completes the batch (see ``ReplicationBatch/isLastPart``).
 struct RevisionFetcher: Sendable {
     let source: any Endpoint
     let parallelism: Int
     let logger: Logger
+    /// The bytes of revisions held before a part is passed on.
+    var budget = 16 << 20
 
     func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
-        for await var batch in input {
+        for await batch in input {
+            var last = batch
             if !batch.missing.isEmpty {
-                batch.fetched = try await fetch(batch.missing)
-                try await retryFailures(in: &batch)
+                let first = try await fetch(batch.missing, of: batch, into: output)
+                last.fetched = first.held
+                try await retry(first.failures, of: batch, into: output, last: &last)
             }
-            for case .failed(let id, let revision, let reason) in batch.fetched {
-                logger.warning("cannot read a revision from the source", metadata: [
-                    "doc": "\(id)", "rev": "\(revision?.description ?? "?")", "reason": "\(reason)",
-                ])
-            }
-            for case .missing(let id, let revision) in batch.fetched {
-                logger.info("a revision is gone from the source since the diff", metadata: [
-                    "doc": "\(id)", "rev": "\(revision?.description ?? "?")",
-                ])
-            }
-            await output.send(batch)
+            await output.send(last)
         }
     }
 
     /// Reads the revisions that failed once more; one that fails again stops the replication,
     /// so no checkpoint passes a revision that was neither written nor refused by the target.
-    private func retryFailures(in batch: inout ReplicationBatch) async throws {
+    private func retry(
+        _ failures: [FetchedRevision], of batch: ReplicationBatch, into output: AsyncChannel<ReplicationBatch>,
+        last: inout ReplicationBatch
+    ) async throws {
         var failedIDs = Set<String>()
-        for case .failed(let id, _, _) in batch.fetched { failedIDs.insert(id) }
+        for case .failed(let id, _, _) in failures { failedIDs.insert(id) }
         guard !failedIDs.isEmpty else { return }
-        let again = try await source.revisions(batch.missing.filter { failedIDs.contains($0.id) })
-        for case .failed(let id, let revision, let reason) in again {
+        let again = try await fetch(batch.missing.filter { failedIDs.contains($0.id) }, of: batch, into: output)
+        for case .failed(let id, let revision, let reason) in again.failures {
             throw EndpointError.badResponse(source.displayName,
                                             "cannot read \(id) \(revision?.description ?? "") from the source: \(reason)")
         }
-        batch.fetched = batch.fetched.filter { if case .failed = $0 { false } else { true } } + again
+        last.fetched += again.held
     }
 
-    /// Reads `missing` in up to `parallelism` requests at once, answers in request order.
-    private func fetch(_ missing: [MissingRevisions]) async throws -> [FetchedRevision] {
+    /// Reads `missing` in up to `parallelism` requests at once, passing full parts on as they
+    /// fill. Returns what the requests' parts held at their end, and the revisions that failed.
+    private func fetch(
+        _ missing: [MissingRevisions], of batch: ReplicationBatch, into output: AsyncChannel<ReplicationBatch>
+    ) async throws(EndpointError) -> (held: [FetchedRevision], failures: [FetchedRevision]) {
         let parts = min(max(1, parallelism), missing.count / 50 + 1)
-        guard parts > 1 else { return try await source.revisions(missing) }
         let size = (missing.count + parts - 1) / parts
         let chunks = stride(from: 0, to: missing.count, by: size).map { Array(missing[$0..<min($0 + size, missing.count)]) }
-        return try await withThrowingTaskGroup(of: (Int, [FetchedRevision]).self) { group in
-            for (index, chunk) in chunks.enumerated() {
-                group.addTask { (index, try await source.revisions(chunk)) }
+        let outcomes = await withTaskGroup(of: Result<Part, EndpointError>.self) { group in
+            for chunk in chunks {
+                group.addTask { [self] in
+                    var part = Part(batch: batch)
+                    do throws(EndpointError) {
+                        try await source.revisions(chunk) { await part.add($0, fetcher: self, output: output) }
+                        return .success(part)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
             }
-            var answers = [[FetchedRevision]](repeating: [], count: chunks.count)
-            for try await (index, fetched) in group { answers[index] = fetched }
-            return answers.flatMap { $0 }
+            var outcomes: [Result<Part, EndpointError>] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        var held: [FetchedRevision] = []
+        var failures: [FetchedRevision] = []
+        for outcome in outcomes {
+            let part = try outcome.get()
+            held += part.revisions
+            failures += part.failures
+        }
+        return (held, failures)
+    }
+
+    /// The revisions one request has read and not yet passed on.
+    private struct Part {
+        let batch: ReplicationBatch
+        var revisions: [FetchedRevision] = []
+        var bytes = 0
+        /// Revisions that could not be read: held back, to be read again before the batch completes.
+        var failures: [FetchedRevision] = []
+
+        init(batch: ReplicationBatch) {
+            self.batch = batch
+        }
+
+        mutating func add(_ revision: FetchedRevision, fetcher: RevisionFetcher, output: AsyncChannel<ReplicationBatch>) async {
+            switch revision {
+            case .failed(let id, let failed, let reason):
+                fetcher.logger.warning("cannot read a revision from the source; it is read again before the batch completes", metadata: [
+                    "doc": "\(id)", "rev": "\(failed?.description ?? "?")", "reason": "\(reason)",
+                ])
+                failures.append(revision)
+                return
+            case .missing(let id, let gone):
+                fetcher.logger.info("a revision is gone from the source since the diff", metadata: [
+                    "doc": "\(id)", "rev": "\(gone?.description ?? "?")",
+                ])
+            case .found(let found):
+                bytes += found.json.heldBytes
+            }
+            revisions.append(revision)
+            guard bytes >= fetcher.budget else { return }
+            var part = batch
+            part.fetched = revisions
+            part.isLastPart = false
+            revisions = []
+            bytes = 0
+            await output.send(part)
+        }
+    }
+}
+
+extension JSON {
+    /// About how many bytes the value holds: its strings' bytes, and a few for every other value.
+    var heldBytes: Int {
+        switch self {
+        case .string(let text): 16 + text.utf8.count
+        case .array(let values): values.reduce(16) { $0 + $1.heldBytes }
+        case .object(let object): object.reduce(16) { $0 + 16 + $1.key.utf8.count + $1.value.heldBytes }
+        default: 16
         }
     }
 }
