@@ -10,7 +10,16 @@ final class HostileRemote: @unchecked Sendable {
 
     /// Starts serving; `answer` gets the method, the target (path and query) and the body,
     /// and gives the status and body to send.
-    init(answer: @escaping @Sendable (_ method: String, _ target: String, _ body: [UInt8]) -> (Int, [UInt8])) throws {
+    convenience init(answer: @escaping @Sendable (_ method: String, _ target: String, _ body: [UInt8]) -> (Int, [UInt8])) throws {
+        try self.init { method, target, body in
+            let (status, content) = answer(method, target, body)
+            return HostileAnswer(status: status, body: content)
+        }
+    }
+
+    /// Starts serving; `answer` gets the method, the target (path and query) and the body,
+    /// and gives the answer to send, in pieces.
+    init(answering answer: @escaping @Sendable (_ method: String, _ target: String, _ body: [UInt8]) -> HostileAnswer) throws {
         let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -42,7 +51,7 @@ final class HostileRemote: @unchecked Sendable {
         _ = shutdown(listening, Int32(SHUT_RDWR))
     }
 
-    private static func serve(_ connection: Int32, _ answer: (String, String, [UInt8]) -> (Int, [UInt8])) {
+    private static func serve(_ connection: Int32, _ answer: (String, String, [UInt8]) -> HostileAnswer) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         func readMore() -> Bool {
@@ -66,13 +75,50 @@ final class HostileRemote: @unchecked Sendable {
         }.first ?? 0
         while received.count < headEnd! + 4 + length, readMore() {}
         let body = Array(received[(headEnd! + 4)...].prefix(length))
-        let (status, content) = answer(String(requestLine[0]), String(requestLine[1]), body)
-        let response = Array("HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(content.count)\r\nConnection: close\r\n\r\n".utf8) + content
+        let reply = answer(String(requestLine[0]), String(requestLine[1]), body)
+        var noDelay: Int32 = 1
+        _ = setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+        let answerLength = reply.pieces.reduce(0) { $0 + $1.count }
+        let responseHead = "HTTP/1.1 \(reply.status) X\r\nContent-Type: \(reply.contentType)\r\nContent-Length: \(answerLength)\r\nConnection: close\r\n\r\n"
+        guard sendAll(Array(responseHead.utf8), to: connection) else { return }
+        for (index, piece) in reply.pieces.enumerated() {
+            reply.beforePiece(index)
+            guard sendAll(piece, to: connection) else { return }
+        }
+    }
+
+    private static func sendAll(_ bytes: [UInt8], to connection: Int32) -> Bool {
         var sent = 0
-        while sent < response.count {
-            let count = response[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return }
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
             sent += count
         }
+        return true
+    }
+}
+
+/// What a ``HostileRemote`` sends: a status, and a body in pieces sent one at a time,
+/// `beforePiece` run before each (to pause, or to wait for the test).
+struct HostileAnswer: Sendable {
+    var status: Int
+    var pieces: [[UInt8]]
+    var contentType = "application/json"
+    var beforePiece: @Sendable (Int) -> Void = { _ in }
+
+    /// `body` in one piece.
+    init(status: Int, body: [UInt8], contentType: String = "application/json") {
+        self.status = status
+        self.pieces = [body]
+        self.contentType = contentType
+    }
+
+    /// `body` in pieces of `size` bytes with a short pause before each, so that the
+    /// client reads it in many chunks, cut anywhere (inside strings, escapes, boundaries).
+    static func slowly(status: Int = 200, _ body: [UInt8], pieceSize size: Int, contentType: String = "application/json") -> HostileAnswer {
+        var answer = HostileAnswer(status: status, body: [], contentType: contentType)
+        answer.pieces = stride(from: 0, to: body.count, by: size).map { Array(body[$0..<min($0 + size, body.count)]) }
+        answer.beforePiece = { _ in usleep(50) }
+        return answer
     }
 }
