@@ -12,16 +12,22 @@ import SyncAgent
 ///   serve` processes; the time from a write on A until B's HTTP API returns the document.
 /// - `rss [--docs 1000000]`: peak resident memory (VmHWM) of a `syncd serve` process and a
 ///   `syncd replicate` process pulling from it, sampled as the copy progresses.
+/// - `attachments-rss [--docs 200] [--size 1048576] [--before PATH]`: peak resident memory of
+///   `syncd replicate` pulling documents with large attachments from `syncd serve` (one
+///   `_bulk_get` answer per batch); with `--before`, also of that `syncd` binary (an older
+///   build), pulling the same documents in the same run.
 func runReplicationBenchmarks(arguments: [String]) async throws {
     switch arguments.first {
     case "throughput": try await replicationThroughput(arguments: arguments)
     case "latency": try await replicationLatency(arguments: arguments)
     case "rss": try await replicationMemory(arguments: arguments)
+    case "attachments-rss": try await attachmentPullMemory(arguments: arguments)
     default:
         print("""
             usage: syncd-bench replication throughput [--docs 100000] [--batch-size 500] [--parallel-fetches 1]
                    syncd-bench replication latency [--samples 300]
                    syncd-bench replication rss [--docs 1000000] [--batch-size 500]
+                   syncd-bench replication attachments-rss [--docs 200] [--size 1048576] [--before PATH-TO-OLDER-SYNCD]
             """)
     }
 }
@@ -153,6 +159,53 @@ private func replicationMemory(arguments: [String]) async throws {
     print("replicate exit status \(replicator.wait())")
 }
 
+/// Documents with one large attachment each, pulled by `syncd replicate` (this build's,
+/// and `--before`'s) from `syncd serve`, each process's peak RSS sampled.
+private func attachmentPullMemory(arguments: [String]) async throws {
+    let count = option("docs", in: arguments, default: 200)
+    let size = option("size", in: arguments, default: 1 << 20)
+    var before: String?
+    if let flag = arguments.firstIndex(of: "--before"), flag + 1 < arguments.count { before = arguments[flag + 1] }
+    let folder = temporaryDirectory("attachments-rss")
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    print("peak RSS of syncd replicate pulling \(count) documents with a \(size >> 10) KiB attachment each from syncd serve")
+    do {
+        let catalog = try Catalog(directory: folder + "/a")
+        defer { catalog.close() }
+        let database = try catalog.create("source")
+        var generator = SystemRandomNumberGenerator()
+        let block = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for offset in stride(from: 0, to: count, by: 10) {
+            let uploads = (offset..<min(offset + 10, count)).map { n -> DocumentUpload in
+                var content = block
+                content.replaceSubrange(0..<min(8, size), with: withUnsafeBytes(of: UInt64(n)) { Array($0.prefix(size)) })
+                return DocumentUpload(["_id": .string("doc\(n)"), "_attachments": [
+                    "blob": ["content_type": "application/octet-stream", "data": .string(Data(content).base64EncodedString())],
+                ]])
+            }
+            for result in try await database.bulkDocs(uploads) { _ = try result.result.get() }
+        }
+    }
+    let server = try BenchProcess.serve(data: folder + "/a")
+    defer { server.stop() }
+    var runs: [(name: String, executable: String)] = [("this build", BenchProcess.executable)]
+    if let before { runs.insert(("the --before build", before), at: 0) }
+    for (index, (name, executable)) in runs.enumerated() {
+        let start = now()
+        let replicator = try BenchProcess.start(["replicate", server.url + "/source", "target"],
+                                                data: folder + "/b\(index)", executable: executable)
+        var peak = 0
+        while replicator.isRunning {
+            peak = max(peak, memory(of: replicator.pid, "VmHWM"))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let seconds = now() - start
+        let status = replicator.wait()
+        figure("peak RSS, syncd replicate, \(name)\(status == 0 ? "" : " (exit status \(status))")", Double(peak) / 1024, "MB")
+        figure("pull time, \(name)", seconds, "s", decimals: 1)
+    }
+}
+
 /// A `/proc/PID/status` field in kB (VmHWM: peak resident set; VmRSS: now).
 func memory(of pid: Int32, _ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
@@ -195,7 +248,7 @@ final class BenchProcess: @unchecked Sendable {
         return process
     }
 
-    static func start(_ arguments: [String], data: String) throws -> BenchProcess {
+    static func start(_ arguments: [String], data: String, executable: String = executable) throws -> BenchProcess {
         let child = BenchProcess()
         child.process.executableURL = URL(fileURLWithPath: executable)
         child.process.arguments = arguments + ["--data", data]

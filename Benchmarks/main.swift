@@ -24,6 +24,8 @@ default:
                syncd-bench replication throughput [--docs N] [--batch-size N]   one-shot pull between two syncd, and the store's bulk load
                syncd-bench replication latency [--samples N]   write on A until readable through B's HTTP API, continuous replication
                syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
+               syncd-bench replication attachments-rss [--docs 200] [--size 1048576] [--before OLD-SYNCD]
+                                                peak RSS of a pull of documents with large attachments
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench listener-memory [--databases 10] [--docs 100000] [--idle 5]   serve's RSS as databases are written, and once idle
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
