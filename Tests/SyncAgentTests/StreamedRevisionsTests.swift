@@ -144,6 +144,7 @@ final class StreamedRevisionsTests: XCTestCase {
             (#"{"results":[{"id":"doc 0", "docs":[}]}"#, "mismatched"),
             (#"{"results":[{"id":"doc 0", "docs":[tru]}]}"#, "not JSON"),
             (#"{"results":{}}"#, "not an array"),
+            (#"{"results":[]}"#, "left it out"),
         ]
         for (answer, reason) in cases {
             let source = try source(documents) { _ in .slowly(Array(answer.utf8), pieceSize: 64) }

@@ -63,6 +63,7 @@ extension RemoteEndpoint {
         let asked = Set(requests.map(\.id))
         var splitter = ResultsSplitter(limit: Self.largestRevisionsAnswer)
         var results = 0
+        var answered = Set<String>()
         do {
             for try await chunk in response.body {
                 for element in try splitter.elements(in: chunk.readableBytesView) {
@@ -78,6 +79,7 @@ extension RemoteEndpoint {
                     guard let id = result["id"]?.stringValue, asked.contains(id), !id.hasPrefix("_local/") else {
                         throw EndpointError.badResponse(displayName, "_bulk_get answered for a document not asked for")
                     }
+                    answered.insert(id)
                     for answer in result["docs"]?.arrayValue ?? [] {
                         await deliver(revision(from: answer, id: id))
                     }
@@ -90,6 +92,12 @@ extension RemoteEndpoint {
             throw .badResponse(displayName, "malformed _bulk_get answer: \(error)")
         } catch {
             throw .unreachable(displayName, "reading the answer to POST \(path) failed: \(Self.describe(error))")
+        }
+        // A document the answer left out is neither written nor refused: it must not be passed over.
+        for request in requests where !answered.contains(request.id) {
+            for revision in request.missing {
+                await deliver(.failed(id: request.id, revision: revision, reason: "the _bulk_get answer left it out"))
+            }
         }
         return true
     }
