@@ -24,7 +24,7 @@ struct RevisionPartsTests {
         let pair = try LocalPair()
         defer { pair.close() }
         try await largeDocuments(in: pair.a)
-        let target = PartRecordingTarget(LocalEndpoint(pair.b))
+        let target = PartRecordingEndpoint(LocalEndpoint(pair.b))
         var configuration = ReplicationConfiguration(source: LocalEndpoint(pair.a), target: target)
         configuration.batchSize = 100
         let status = await Replicator(configuration).run()
@@ -48,7 +48,7 @@ struct RevisionPartsTests {
         let pair = try LocalPair()
         defer { pair.close() }
         try await largeDocuments(in: pair.a)
-        let target = PartRecordingTarget(LocalEndpoint(pair.b), failingAfterFirstWrite: true)
+        let target = PartRecordingEndpoint(LocalEndpoint(pair.b), failingAfterFirstWrite: true)
         var configuration = ReplicationConfiguration(source: LocalEndpoint(pair.a), target: target)
         configuration.batchSize = 100
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 2)
@@ -66,8 +66,8 @@ struct RevisionPartsTests {
         let pair = try LocalPair()
         defer { pair.close() }
         try await largeDocuments(in: pair.a)
-        let source = UnreadableSource(LocalEndpoint(pair.a), unreadable: "big19")
-        let target = PartRecordingTarget(LocalEndpoint(pair.b))
+        let source = PartRecordingEndpoint(LocalEndpoint(pair.a), unreadable: "big19")
+        let target = PartRecordingEndpoint(LocalEndpoint(pair.b))
         var configuration = ReplicationConfiguration(source: source, target: target)
         configuration.batchSize = 100
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 2)
@@ -80,58 +80,23 @@ struct RevisionPartsTests {
     }
 }
 
-/// Wraps a target: records how many revisions each write carries (one write per part)
-/// and, when asked, fails every write after the first.
-private final class PartRecordingTarget: Endpoint, @unchecked Sendable {
+/// Wraps an endpoint: as a target, records how many revisions each write carries (one write
+/// per part) and, when asked, fails every write after the first; as a source, can never
+/// give one document.
+private final class PartRecordingEndpoint: Endpoint, @unchecked Sendable {
     let inner: any Endpoint
     let failingAfterFirstWrite: Bool
+    let unreadable: String?
     private let lock = NSLock()
     private var counts: [Int] = []
 
-    init(_ inner: any Endpoint, failingAfterFirstWrite: Bool = false) {
+    init(_ inner: any Endpoint, failingAfterFirstWrite: Bool = false, unreadable: String? = nil) {
         self.inner = inner
         self.failingAfterFirstWrite = failingAfterFirstWrite
+        self.unreadable = unreadable
     }
 
     var writes: [Int] { lock.withLock { counts } }
-
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
-    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
-    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await inner.changes(request, deliver: deliver)
-    }
-    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
-        try await inner.missingRevisions(revisions)
-    }
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests, deliver: deliver)
-    }
-    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
-        let count = lock.withLock {
-            counts.append(revisions.count)
-            return counts.count
-        }
-        if failingAfterFirstWrite && count > 1 {
-            throw EndpointError(status: 503, error: "service_unavailable", reason: "the test's target fails", endpoint: displayName)
-        }
-        return try await inner.write(revisions)
-    }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
-}
-
-/// Wraps a source: one document can never be read.
-private struct UnreadableSource: Endpoint {
-    let inner: any Endpoint
-    let unreadable: String
-
-    init(_ inner: any Endpoint, unreadable: String) {
-        self.inner = inner
-        self.unreadable = unreadable
-    }
 
     var displayName: String { inner.displayName }
     var isLocal: Bool { inner.isLocal }
@@ -154,6 +119,15 @@ private struct UnreadableSource: Endpoint {
             }
         }
     }
-    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] { try await inner.write(revisions) }
+    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        let count = lock.withLock {
+            counts.append(revisions.count)
+            return counts.count
+        }
+        if failingAfterFirstWrite && count > 1 {
+            throw EndpointError(status: 503, error: "service_unavailable", reason: "the test's target fails", endpoint: displayName)
+        }
+        return try await inner.write(revisions)
+    }
     func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }
