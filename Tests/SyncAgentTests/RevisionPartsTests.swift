@@ -7,10 +7,10 @@ import Testing
 /// parts, and only its last part completes it: counted once, and checkpointed only
 /// once every part is written.
 struct RevisionPartsTests {
-    /// 20 documents with a 1 MiB attachment each: one batch of about 28 MiB of JSON.
-    private func largeDocuments(in database: Database) async throws {
-        let block = ReplicationTesting.randomBytes(1 << 20)
-        for n in 0..<20 {
+    /// `count` documents with an attachment of `size` bytes each: by default, one batch of about 28 MiB of JSON.
+    private func largeDocuments(in database: Database, count: Int = 20, size: Int = 1 << 20) async throws {
+        let block = ReplicationTesting.randomBytes(size)
+        for n in 0..<count {
             var content = block
             content.replaceSubrange(0..<8, with: withUnsafeBytes(of: UInt64(n)) { Array($0) })
             try await database.put([
@@ -40,6 +40,24 @@ struct RevisionPartsTests {
             #expect(try pair.b.attachmentContent(try pair.b.attachment(documentID: id, name: "blob"))
                 == pair.a.attachmentContent(try pair.a.attachment(documentID: id, name: "blob")))
         }
+    }
+
+    /// With parallel fetches, each request passes its own parts on; the batch still completes once.
+    @Test func parallelFetchesPassTheirPartsOnAndCompleteTheBatchOnce() async throws {
+        let pair = try LocalPair()
+        defer { pair.close() }
+        try await largeDocuments(in: pair.a, count: 150, size: 512 << 10)
+        let target = PartRecordingEndpoint(LocalEndpoint(pair.b))
+        var configuration = ReplicationConfiguration(source: LocalEndpoint(pair.a), target: target)
+        configuration.batchSize = 500
+        configuration.parallelFetches = 4
+        let status = await Replicator(configuration).run()
+        #expect(status.lastError == nil)
+        #expect(target.writes.count >= 4, "one batch, written in \(target.writes) revisions")
+        #expect(target.writes.reduce(0, +) == 150)
+        #expect(status.docsWritten == 150)
+        #expect(status.completed == 150)
+        try await ReplicationTesting.expectSameDocuments(pair.a, pair.b)
     }
 
     /// The target fails after the first part: the replication stops, and neither the

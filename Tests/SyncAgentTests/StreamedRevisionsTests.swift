@@ -26,7 +26,8 @@ final class StreamedRevisionsTests: XCTestCase {
     /// A source serving `documents`: its feed lists them, its checkpoints are accepted,
     /// `_bulk_get` and `open_revs` are answered by the test.
     private func source(
-        _ documents: [JSON], bulkGet: @escaping @Sendable (_ askedIDs: [String]) -> HostileAnswer,
+        _ documents: [JSON], requestTimeout: Duration = .seconds(120),
+        bulkGet: @escaping @Sendable (_ askedIDs: [String]) -> HostileAnswer,
         openRevs: @escaping @Sendable (_ target: String) -> HostileAnswer = { _ in HostileAnswer(status: 404, body: Array(#"{"error":"not_found","reason":"missing"}"#.utf8)) }
     ) throws -> RemoteEndpoint {
         let feed = JSON.object([
@@ -47,7 +48,7 @@ final class StreamedRevisionsTests: XCTestCase {
             if target.contains("open_revs=") { return openRevs(target) }
             return json(404, #"{"error":"not_found","reason":"missing"}"#)
         }
-        let endpoint = try RemoteEndpoint(url: server.url + "/db")
+        let endpoint = RemoteEndpoint(RemoteEndpoint.Configuration(url: try RemoteURL(server.url + "/db"), requestTimeout: requestTimeout))
         addTeardownBlock {
             await endpoint.shutdown()
             server.stop()
@@ -157,9 +158,36 @@ final class StreamedRevisionsTests: XCTestCase {
         }
     }
 
-    /// Where the source has no `_bulk_get`, `open_revs` answers with many attachment parts,
-    /// arriving in 11-byte pieces, replicate exactly.
+    /// A source that stops sending in the middle of an answer is given up on after the
+    /// request timeout: the replication stops, it does not wait for ever.
+    func testAnAnswerThatStallsMidwayIsGivenUpOn() async throws {
+        let documents = Self.documents(2)
+        let release = DispatchSemaphore(value: 0)
+        let source = try source(documents, requestTimeout: .seconds(1)) { ids in
+            let whole = Self.bulkGetAnswer(ids, from: documents)
+            var answer = HostileAnswer(status: 200, body: Array(whole[..<(whole.count / 2)]))
+            answer.pieces.append(Array(whole[(whole.count / 2)...]))
+            answer.beforePiece = { index in if index == 1 { _ = release.wait(timeout: .now() + 30) } }
+            return answer
+        }
+        defer { for _ in 0..<4 { release.signal() } }
+        let (status, target) = try await replicate(from: source)
+        XCTAssertEqual(status.lastError?.error, "unreachable", "\(String(describing: status.lastError))")
+        XCTAssertEqual(status.checkpointedSequence, .zero)
+        XCTAssertEqual(try target.info().docCount, 0)
+    }
+
+    /// Where the source has no `_bulk_get` (404, 405, 501, or 400 `illegal_docid` as old
+    /// CouchDB versions answer), `open_revs` answers with many attachment parts, arriving in
+    /// 11-byte pieces, replicate exactly.
     func testOpenRevisionsMultipartWithManyAttachmentsInSmallChunks() async throws {
+        for (status, error) in [(404, "not_found"), (405, "method_not_allowed"), (501, "not_implemented"), (400, "illegal_docid")] {
+            try await replicateByOpenRevisions(whereBulkGetAnswers: HostileAnswer(
+                status: status, body: Array(#"{"error":"\#(error)","reason":"no _bulk_get here"}"#.utf8)))
+        }
+    }
+
+    private func replicateByOpenRevisions(whereBulkGetAnswers refusal: HostileAnswer) async throws {
         var documents = Self.documents(3, attachmentSize: 1500)
         for index in documents.indices {
             var attachments = JSON.Object()
@@ -172,7 +200,7 @@ final class StreamedRevisionsTests: XCTestCase {
             documents[index] = .object(document)
         }
         let served = documents
-        let source = try source(documents, bulkGet: { _ in HostileAnswer(status: 404, body: Array(#"{"error":"not_found","reason":"missing"}"#.utf8)) },
+        let source = try source(documents, bulkGet: { _ in refusal },
                                 openRevs: { target in
             let path = target.split(separator: "?")[0].dropFirst("/db/".count)
             let id = String(path).removingPercentEncoding!
@@ -180,7 +208,7 @@ final class StreamedRevisionsTests: XCTestCase {
             return .slowly(Self.multipartAnswer(document), pieceSize: 11, contentType: #"multipart/mixed; boundary="outer-boundary""#)
         })
         let (status, target) = try await replicate(from: source)
-        XCTAssertNil(status.lastError, "\(String(describing: status.lastError))")
+        XCTAssertNil(status.lastError, "\(refusal.status): \(String(describing: status.lastError))")
         XCTAssertEqual(status.docsWritten, 3)
         try expectCopied(documents, in: target)
     }
