@@ -65,10 +65,23 @@ private func replicationThroughput(arguments: [String]) async throws {
         return
     }
     let pullRate = Double(count) / seconds
+    // What a checkpoint adds: the target waits for the disk before each (every 5 s and at the end).
+    var syncs: [Double] = []
+    for n in 0..<20 {
+        try await target.put(["_id": .string("durable-\(n)")])
+        let started = now()
+        try await target.ensureFullCommit()
+        syncs.append(now() - started)
+    }
+    let sync = percentile(syncs.map { $0 * 1000 }, 50)
+    let interval = Double(configuration.checkpointInterval.components.seconds)
+    let checkpoints = (seconds / interval).rounded(.down) + 1
     figure("store bulk load (parse + bulkDocs)", loadRate, "docs/s")
     figure("one-shot pull over HTTP, syncd to syncd (goal >= 25000)", pullRate, "docs/s")
     figure("pull time", seconds, "s", decimals: 2)
     figure("pull / bulk load", pullRate / loadRate, "", decimals: 2)
+    figure("target made durable before a checkpoint, median of 20", sync, "ms", decimals: 2)
+    figure("  share of the pull time (\(Int(checkpoints)) checkpoints)", checkpoints * sync / 1000 / seconds * 100, "%", decimals: 3)
     reference("Apache CouchDB 3.5 one-shot replication, 100,000 small docs", "about 5,000 docs/s")
 }
 

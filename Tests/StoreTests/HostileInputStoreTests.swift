@@ -164,6 +164,145 @@ final class ManyLeavesTests: DatabaseTestCase {
     }
 }
 
+/// A batch holding many revisions of one document changes its row once (decoded once,
+/// stored once), and must leave exactly what writing the revisions one by one leaves.
+final class BatchedRevisionsTests: DatabaseTestCase {
+    /// Branching histories of three documents, runs of one document interleaved with
+    /// others and with a local document, tombstones and repeats:
+    /// rows, kept ancestor bodies, sequences and counts equal those of one write each.
+    func testOneBatchLeavesWhatOneWriteEachLeaves() async throws {
+        var generator = SystemRandomNumberGenerator()
+        var uploads: [DocumentUpload] = []
+        var heads: [String: [[String]]] = ["a": [], "b": [], "c": []]
+        for step in 0..<600 {
+            let id = ["a", "a", "a", "b", "c"].randomElement(using: &generator)!
+            if step % 97 == 0 {
+                uploads.append(DocumentUpload(["_id": "_local/x", "step": .number(Double(step))]))
+            }
+            var branches = heads[id]!
+            // Extend a branch (most often), start a new one, or send a known revision again.
+            let choice = Int.random(in: 0..<10, using: &generator)
+            var history: [String]
+            if branches.isEmpty || choice == 0 {
+                history = [String(format: "%032x", Int.random(in: 0..<Int(Int32.max), using: &generator))]
+                branches.append(history)
+            } else if choice == 1 {
+                history = branches.randomElement(using: &generator)!
+            } else {
+                let branch = Int.random(in: 0..<branches.count, using: &generator)
+                // Fork from an ancestor now and then, so leaves branch below the top.
+                let cut = choice == 2 ? Int.random(in: 0..<branches[branch].count, using: &generator) : 0
+                history = [String(format: "%032x", step)] + branches[branch].dropFirst(cut)
+                if cut == 0 { branches[branch] = history } else { branches.append(history) }
+            }
+            heads[id] = branches
+            let generation = history.count
+            var json: JSON.Object = [
+                "_id": .string(id), "_rev": .string("\(generation)-\(history[0])"), "step": .number(Double(step)),
+                "_revisions": ["start": .number(Double(generation)), "ids": .array(history.prefix(12).map { .string($0) })],
+            ]
+            if Int.random(in: 0..<8, using: &generator) == 0 { json["_deleted"] = true }
+            uploads.append(DocumentUpload(.object(json)))
+        }
+
+        let together = try Database.open(path: directory.file("together.sqlite"), name: "together")
+        let apart = try Database.open(path: directory.file("apart.sqlite"), name: "apart")
+        let batched = try await together.bulkDocs(uploads, newEdits: false)
+        var single: [WriteResult] = []
+        for upload in uploads { single += try await apart.bulkDocs([upload], newEdits: false) }
+        XCTAssertEqual(batched.map { try? $0.result.get() }, single.map { try? $0.result.get() })
+        XCTAssertEqual(try together.info().docCount, try apart.info().docCount)
+        XCTAssertEqual(try together.info().deletedDocCount, try apart.info().deletedDocCount)
+        XCTAssertEqual(try together.lastSequence(), try apart.lastSequence())
+        together.close()
+        apart.close()
+
+        for (sql, columns) in [("SELECT id, seq, winner, deleted, tree FROM docs ORDER BY id", Int32(5)),
+                               ("SELECT id, rev, body FROM ancestor_bodies ORDER BY id, rev", 3)] {
+            let expected = try rows(of: directory.file("apart.sqlite"), sql, columns: columns)
+            XCTAssertFalse(expected.isEmpty, sql)
+            XCTAssertEqual(try rows(of: directory.file("together.sqlite"), sql, columns: columns), expected, sql)
+        }
+    }
+
+    /// With a small `revs_limit`, a run of edits stemmed once leaves the tree that stemming
+    /// after each edit leaves.
+    func testARunStemmedOnceLeavesWhatStemmingEachLeaves() async throws {
+        var history: [String] = []
+        var uploads: [DocumentUpload] = []
+        for step in 0..<40 {
+            history.insert(String(format: "%032x", step), at: 0)
+            uploads.append(DocumentUpload([
+                "_id": "d", "_rev": .string("\(history.count)-\(history[0])"), "step": .number(Double(step)),
+                "_revisions": ["start": .number(Double(history.count)), "ids": .array(history.prefix(3).map { .string($0) })],
+            ]))
+        }
+        let together = try Database.open(path: directory.file("together.sqlite"), name: "together")
+        let apart = try Database.open(path: directory.file("apart.sqlite"), name: "apart")
+        for database in [together, apart] { try await database.setRevsLimit(5) }
+        _ = try await together.bulkDocs(uploads, newEdits: false)
+        for upload in uploads { _ = try await apart.bulkDocs([upload], newEdits: false) }
+        together.close()
+        apart.close()
+        let docs = "SELECT id, seq, winner, deleted, tree FROM docs ORDER BY id"
+        XCTAssertEqual(try rows(of: directory.file("together.sqlite"), docs, columns: 5),
+                       try rows(of: directory.file("apart.sqlite"), docs, columns: 5))
+        // Bodies are kept for the ancestors the tree still has (generations 36 to 39); one by
+        // one also kept those of revisions stemmed since, which nothing reads before compaction.
+        let bodies = "SELECT id, rev, body FROM ancestor_bodies ORDER BY id, rev"
+        let kept = try rows(of: directory.file("together.sqlite"), bodies, columns: 3)
+        XCTAssertEqual(kept, try rows(of: directory.file("apart.sqlite"), bodies, columns: 3).filter { row in
+            Int(row.split(separator: " ")[1].split(separator: "-")[0])! >= 36
+        })
+        XCTAssertEqual(kept.count, 4)
+    }
+
+    /// The rows `sql` selects from the database file at `path`, each column as text
+    /// and a long one as its length and hash, so a difference prints short.
+    private func rows(of path: String, _ sql: String, columns: Int32) throws -> [String] {
+        let connection = try Connection(path: path, readOnly: true)
+        let select = try connection.statement(sql: sql)
+        defer { select.reset() }
+        var rows: [String] = []
+        while try select.step() {
+            rows.append((0..<columns).map { column in
+                let bytes = select.blob(column)
+                return bytes.count <= 40 ? String(decoding: bytes, as: UTF8.self) : "\(bytes.count) bytes #\(bytes.hashValue)"
+            }.joined(separator: " "))
+        }
+        return rows
+    }
+
+    /// A revision refused for passing the leaf limit in the middle of a run leaves no
+    /// trace; the run's later revisions of the same document are written.
+    func testARevisionRefusedMidRunLeavesTheRestOfTheRun() async throws {
+        var options = Database.Options()
+        options.maximumLeaves = 20
+        let limited = try Database.open(path: directory.file("limited.sqlite"), name: "limited", options: options)
+        defer { limited.close() }
+        var uploads = (0..<25).map { n in
+            DocumentUpload(["_id": "d", "_rev": .string("1-" + String(format: "%032x", n))])
+        }
+        let root = String(format: "%032x", 3)
+        uploads.append(DocumentUpload(["_id": "d", "_rev": .string("2-" + String(repeating: "e", count: 32)), "edited": true,
+                                       "_revisions": ["start": 2, "ids": [.string(String(repeating: "e", count: 32)), .string(root)]]]))
+        uploads.append(DocumentUpload(["_id": "other", "_rev": "1-abc"]))
+        let results = try await limited.bulkDocs(uploads, newEdits: false)
+        XCTAssertEqual(results.prefix(20).filter { (try? $0.result.get()) != nil }.count, 20)
+        for result in results[20..<25] {
+            guard case .failure(let error) = result.result else { return XCTFail("leaf \(result.id) past the limit was taken") }
+            XCTAssertEqual(error.kind, .tooLarge)
+        }
+        XCTAssertNoThrow(try results[25].result.get())
+        XCTAssertNoThrow(try results[26].result.get())
+        let leaves = try limited.openRevisions(id: "d", revisions: nil)
+        XCTAssertEqual(leaves.count, 20)
+        XCTAssertTrue(leaves.contains { if case .found(let leaf) = $0 { leaf.revision.generation == 2 } else { false } })
+        XCTAssertFalse(leaves.contains { if case .found(let leaf) = $0 { leaf.revision.description.hasSuffix(String(format: "%032x", 21)) } else { false } })
+        XCTAssertEqual(try limited.lastSequence(), 22, "20 leaves, the edit and the other document")
+    }
+}
+
 /// A catalog gives back the memory of databases nobody asked for lately.
 final class IdleDatabaseTests: DatabaseTestCase {
     func testAnIdleDatabasesCachesAreReleasedAndItWorksOn() async throws {

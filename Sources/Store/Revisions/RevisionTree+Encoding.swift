@@ -40,6 +40,21 @@ extension RevisionTree {
         return writer.bytes
     }
 
+    /// At most the bytes `encoded()` spends on one node with these contents, whatever
+    /// its place: what a write may add to its tree, so the store need not encode the
+    /// tree after each write to know it stays within its size limit.
+    static func encodedSizeBound(digest: String, body: [UInt8]?, attachments: [Attachment]) -> Int {
+        // Flags, generation, parent distance, digest length: a byte and three varints.
+        var size = 1 + 3 * 10 + digest.utf8.count
+        if let body { size += 10 + body.count }
+        if !attachments.isEmpty { size += 10 }
+        for attachment in attachments {
+            size += 8 * 10 + attachment.name.utf8.count + attachment.contentType.utf8.count
+                + attachment.digest.utf8.count + attachment.key.utf8.count + (attachment.encoding?.name.utf8.count ?? 0)
+        }
+        return size
+    }
+
     /// The encoding of a tree whose only revision is `1-<digest>`: the bytes
     /// `encoded()` gives for that tree, written without building it.
     static func encodedFirstRevision(digest: Insecure.MD5Digest, deleted: Bool, body: [UInt8], attachments: [Attachment]) -> [UInt8] {

@@ -53,6 +53,12 @@ struct RevisionTree: Sendable, Hashable {
 
     /// The position of `revision` in `nodes`, or `nil` when it is not in the tree.
     func index(of revision: RevisionID) -> Int? {
+        let low = insertionPoint(of: revision)
+        return low < nodes.count && nodes[low].revision == revision ? low : nil
+    }
+
+    /// The position of the first node that does not sort before `revision`.
+    private func insertionPoint(of revision: RevisionID) -> Int {
         var low = 0
         var high = nodes.count
         while low < high {
@@ -63,7 +69,7 @@ struct RevisionTree: Sendable, Hashable {
                 high = middle
             }
         }
-        return low < nodes.count && nodes[low].revision == revision ? low : nil
+        return low
     }
 
     /// The node of `revision`, or `nil` when it is not in the tree.
@@ -281,6 +287,33 @@ struct RevisionTree: Sendable, Hashable {
                 case .new(let index): node.parent = base + index
                 }
                 nodes.append(node)
+            }
+            return
+        }
+        // A few revisions among many (a conflicting leaf): insert each in place
+        // and move the parent indexes past it, rather than copy every node.
+        if links.isEmpty, additions.count <= 8 {
+            var placed: [Int] = []
+            for addition in additions {
+                var node = addition.node
+                switch addition.parent {
+                case .none:
+                    node.parent = nil
+                case .existing(let index):
+                    // Each earlier addition sorts after the one before it, so each
+                    // moved this index if it went in at or before it.
+                    var moved = index
+                    for position in placed where position <= moved { moved += 1 }
+                    node.parent = moved
+                case .new(let index):
+                    node.parent = placed[index]
+                }
+                let position = insertionPoint(of: node.revision)
+                for later in position..<nodes.count {
+                    if let parent = nodes[later].parent, parent >= position { nodes[later].parent = parent + 1 }
+                }
+                nodes.insert(node, at: position)
+                placed.append(position)
             }
             return
         }

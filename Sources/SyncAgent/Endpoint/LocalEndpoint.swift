@@ -139,8 +139,14 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
-    /// Nothing to do: every store commit is durable.
-    public func ensureFullCommit() async throws(EndpointError) {}
+    /// Waits until the store's commits so far would survive a power cut.
+    public func ensureFullCommit() async throws(EndpointError) {
+        do {
+            try await database.ensureFullCommit()
+        } catch {
+            throw EndpointError(error, endpoint: displayName)
+        }
+    }
 }
 
 /// CouchDB's `atts_since` rule: an attachment whose `revpos` is at or below the

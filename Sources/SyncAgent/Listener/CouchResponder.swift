@@ -79,6 +79,7 @@ struct CouchResponder: HTTPResponder {
         case ("_revs_diff", .post): return try await revsDiff(db, &exchange)
         case ("_all_docs", .get), ("_all_docs", .post): return try await allDocs(db, &exchange)
         case ("_ensure_full_commit", .post):
+            try await db.ensureFullCommit()
             return Self.json(["ok": true, "instance_start_time": .string(String(db.instanceStartTime))], status: .created)
         case ("_revs_limit", .get): return Self.json(.number(Double(try db.revsLimit())))
         case ("_revs_limit", .put):
