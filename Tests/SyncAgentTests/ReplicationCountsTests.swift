@@ -33,7 +33,7 @@ import Testing
 
 /// Wraps an endpoint that goes away once: after `afterWrites` writes, its next
 /// `failures` writes, `_revs_diff`s and checkpoint saves fail as a vanished peer's would.
-final class VanishingEndpoint: Endpoint, @unchecked Sendable {
+final class VanishingEndpoint: ForwardingEndpoint, @unchecked Sendable {
     let inner: any Endpoint
     private let lock = NSLock()
     private var writesLeft: Int
@@ -63,58 +63,32 @@ final class VanishingEndpoint: Endpoint, @unchecked Sendable {
         if fail { throw EndpointError(status: 0, error: "unreachable", reason: "connection refused", endpoint: "test") }
     }
 
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
     func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
         try mayFail()
         return try await inner.putLocalDocument(id: id, json)
-    }
-    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await inner.changes(request, deliver: deliver)
     }
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         try mayFail()
         return try await inner.missingRevisions(revisions)
     }
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests, deliver: deliver)
-    }
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         try mayFail(writing: true)
         return try await inner.write(revisions)
     }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }
 
 /// A source that refuses every sequence but 0, as CouchDB 3.5 and syncd refuse a
 /// `since` they never issued (a database restored from an older copy).
-final class RestoredSource: Endpoint, @unchecked Sendable {
+final class RestoredSource: ForwardingEndpoint, @unchecked Sendable {
     let inner: any Endpoint
     init(_ inner: any Endpoint) { self.inner = inner }
 
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
-    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
     func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
         guard request.since == .zero else {
             throw EndpointError(status: 400, error: "bad_request", reason: "Malformed sequence supplied in 'since' parameter.", endpoint: "test")
         }
         try await inner.changes(request, deliver: deliver)
     }
-    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
-        try await inner.missingRevisions(revisions)
-    }
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests, deliver: deliver)
-    }
-    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] { try await inner.write(revisions) }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }
 
 extension ReplicationCountsTests {

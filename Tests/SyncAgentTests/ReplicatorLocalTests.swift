@@ -191,7 +191,7 @@ struct LocalPair {
 /// Wraps an endpoint: refuses to write one document (as a validation function
 /// would), refuses checkpoints with a status (as a read-only database does),
 /// and records the revisions read through it.
-final class InspectedEndpoint: Endpoint, @unchecked Sendable {
+final class InspectedEndpoint: ForwardingEndpoint, @unchecked Sendable {
     let inner: any Endpoint
     let refused: String?
     let checkpointRefusal: Int?
@@ -207,22 +207,11 @@ final class InspectedEndpoint: Endpoint, @unchecked Sendable {
     /// The revisions read from this endpoint so far.
     var fetchedRevisions: [ReplicatedRevision] { lock.withLock { fetched } }
 
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
     func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
         if let status = checkpointRefusal {
             throw EndpointError(status: status, error: status == 401 ? "unauthorized" : "forbidden", reason: "read-only", endpoint: displayName)
         }
         return try await inner.putLocalDocument(id: id, json)
-    }
-    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await inner.changes(request, deliver: deliver)
-    }
-    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
-        try await inner.missingRevisions(revisions)
     }
     func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         try await inner.revisions(requests) { answer in
@@ -236,7 +225,6 @@ final class InspectedEndpoint: Endpoint, @unchecked Sendable {
         if accepted.count < revisions.count { failures.append(WriteFailure(id: refused!, error: "forbidden", reason: "refused by the test")) }
         return failures
     }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }
 
 /// Shared helpers of the replication tests.

@@ -101,7 +101,7 @@ struct RevisionPartsTests {
 /// Wraps an endpoint: as a target, records how many revisions each write carries (one write
 /// per part) and, when asked, fails every write after the first; as a source, can never
 /// give one document.
-private final class PartRecordingEndpoint: Endpoint, @unchecked Sendable {
+private final class PartRecordingEndpoint: ForwardingEndpoint, @unchecked Sendable {
     let inner: any Endpoint
     let failingAfterFirstWrite: Bool
     let unreadable: String?
@@ -116,18 +116,6 @@ private final class PartRecordingEndpoint: Endpoint, @unchecked Sendable {
 
     var writes: [Int] { lock.withLock { counts } }
 
-    var displayName: String { inner.displayName }
-    var isLocal: Bool { inner.isLocal }
-    func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
-    func identity() async throws(EndpointError) -> String { try await inner.identity() }
-    func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
-    func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
-    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await inner.changes(request, deliver: deliver)
-    }
-    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
-        try await inner.missingRevisions(revisions)
-    }
     func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         try await inner.revisions(requests) { revision in
             if case .found(let found) = revision, found.id == unreadable {
@@ -147,5 +135,4 @@ private final class PartRecordingEndpoint: Endpoint, @unchecked Sendable {
         }
         return try await inner.write(revisions)
     }
-    func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }

@@ -41,16 +41,14 @@ final class ServeProcess: @unchecked Sendable {
         return (result.status, result.output + result.error)
     }
 
-    /// Runs `syncd serve ARGUMENTS` and waits (up to 60 s) for its URL; `launcher`
-    /// comes before the command (such as ``SystemCallTrace/launcher``).
-    static func start(_ arguments: [String], launcher: [String] = []) async throws -> ServeProcess {
+    /// Runs `syncd serve ARGUMENTS` and waits (up to 60 s) for its URL.
+    static func start(_ arguments: [String]) async throws -> ServeProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestSupportError("no syncd executable at \(executable); build it first (swift build)")
         }
-        let command = launcher + [executable, "serve"] + arguments
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve"] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError

@@ -10,11 +10,33 @@ struct SystemCallTrace {
     /// The launcher: `strace ... --` to put before the command.
     let launcher: [String]
 
+    private let traced: String
+
     /// A trace of `calls` logged in `directory`.
     init(_ calls: [String], in directory: String) {
         log = directory + "/strace-\(UUID().uuidString).log"
+        traced = calls.joined(separator: ",")
         launcher = ["/usr/bin/strace", "--seccomp-bpf", "-f", "-y", "-qq", "-e", "signal=none",
-                    "-e", "trace=" + calls.joined(separator: ","), "-o", log, "--"]
+                    "-e", "trace=" + traced, "-o", log, "--"]
+    }
+
+    /// Attaches strace to the running process `pid` (every thread) and returns once it
+    /// traces it; strace ends when the process does. For processes mostly idle, since
+    /// attached this way every system call stops the process, not only the traced ones.
+    func attach(to pid: Int32) throws -> Process {
+        let strace = Process()
+        strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        strace.arguments = ["-f", "-y", "-qq", "-e", "signal=none", "-e", "trace=" + traced, "-o", log, "-p", String(pid)]
+        try strace.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            if status.split(separator: "\n").contains(where: { $0.hasPrefix("TracerPid:") && !$0.hasSuffix("\t0") }) { return strace }
+            guard strace.isRunning else { break }
+            usleep(10_000)
+        }
+        strace.terminate()
+        throw TestSupportError("strace did not attach to process \(pid)")
     }
 
     /// The calls logged so far (strace writes each line as its call returns).
