@@ -33,6 +33,20 @@ final class JSONTests: XCTestCase {
         XCTAssertNoThrow(try JSON(parsing: fine))
     }
 
+    /// Integers within ±2^53 are doubles whatever their sign, and every number parses back
+    /// from its serialized form to the same value (a negative 16-digit integer once came back
+    /// as a big integer's text, unequal to the double it was written from).
+    func testNumbersKeepTheirKindAcrossARoundTrip() throws {
+        XCTAssertEqual(try JSON(parsing: "-9007199254740992"), .number(-9_007_199_254_740_992))
+        XCTAssertEqual(try JSON(parsing: "-4444243600000000"), .number(-4_444_243_600_000_000))
+        XCTAssertEqual(try JSON(parsing: "-9007199254740993"), .bigInteger("-9007199254740993"))
+        XCTAssertEqual(try JSON(parsing: "9007199254740993"), .bigInteger("9007199254740993"))
+        for text in ["-44442436E8", "-9007199254740992", "9007199254740992", "-1e15", "-123456789012345678", "-0", "0.5e-3"] {
+            let value = try JSON(parsing: text)
+            XCTAssertEqual(try JSON(parsing: value.serialized()), value, text)
+        }
+    }
+
     func testDuplicateKeysKeepTheLast() throws {
         XCTAssertEqual(try JSON(parsing: #"{"a":1,"a":2}"#), ["a": 2])
     }

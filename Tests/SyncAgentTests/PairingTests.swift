@@ -176,6 +176,30 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(peers.first?.databases, ["private"])
     }
 
+    /// A pairing that cannot be recorded (here `peers.json` cannot be written) pairs nothing
+    /// and leaves the invitation open: the same URL pairs once the fault is gone.
+    func testAPairingThatCannotBeRecordedLeavesTheInvitationOpen() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        let invitation = try a.invite(["notes"])
+        let peersFile = a.directory + "/peers.json"
+        try? FileManager.default.removeItem(atPath: peersFile)
+        try FileManager.default.createDirectory(atPath: peersFile, withIntermediateDirectories: false)
+        do {
+            _ = try await b.join(invitation)
+            XCTFail("a pairing that cannot be recorded must fail")
+        } catch {
+            XCTAssertTrue(error.description.hasPrefix("the inviting node answered 500"), error.description)
+        }
+        XCTAssertEqual(try b.listener.peers.all().count, 0)
+        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 1)
+
+        try FileManager.default.removeItem(atPath: peersFile)
+        let peer = try await b.join(invitation)
+        XCTAssertEqual(peer.uuid, a.listener.identity.uuid)
+        XCTAssertEqual(try a.listener.peers.all().map(\.uuid), [b.listener.identity.uuid])
+    }
+
     func testNodeIDsAndInvitationURLsRoundTrip() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

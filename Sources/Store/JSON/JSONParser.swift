@@ -287,12 +287,12 @@ struct JSONParser {
         }
         let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
         if isInteger {
-            guard slice.count <= 16 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
+            let negative = slice[0] == UInt8(ascii: "-")
+            let digits = negative ? UnsafeBufferPointer(rebasing: slice.dropFirst()) : slice
+            // 2^53 has 16 digits: more cannot fit a double exactly (nor overflow Int64 below).
+            guard digits.count <= 16 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
             var value: Int64 = 0
-            var negative = false
-            for byte in slice {
-                if byte == UInt8(ascii: "-") { negative = true } else { value = value * 10 + Int64(byte - 48) }
-            }
+            for byte in digits { value = value * 10 + Int64(byte - 48) }
             guard value <= 1 << 53 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
             return .number(Double(negative ? -value : value))
         }

@@ -87,6 +87,18 @@ public final class InvitationStore: Sendable {
         return try outcome.get()
     }
 
+    /// Makes the invitation `handle`, spent by `uuid` in a pairing that then failed, open again,
+    /// so that nothing is paired and nothing is used up.
+    func reopen(handle: String, spentBy uuid: String) throws {
+        try file.update { file in
+            for index in file.invitations.indices
+            where file.invitations[index].handle == handle && file.invitations[index].spentBy == uuid {
+                file.invitations[index].spent = nil
+                file.invitations[index].spentBy = nil
+            }
+        }
+    }
+
     /// Cancels the open invitations (only the one with `handle`, if given); returns how many.
     @discardableResult
     public func cancel(handle: String? = nil) throws -> Int {

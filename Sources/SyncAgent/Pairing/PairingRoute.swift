@@ -46,13 +46,22 @@ extension CouchResponder {
             if case .invitationRefused(let why) = error { throw CouchError(.forbidden, "forbidden", "Pairing refused: \(why).") }
             throw CouchError(.internalServerError, "unknown_error", error.description)
         }
-        for database in invitation.databases { _ = try catalog.openOrCreate(database) }
         let peer = PairedPeer(uuid: uuid, id: client.id, name: name,
                               addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases)
         do {
+            for database in invitation.databases { _ = try catalog.openOrCreate(database) }
             try listener.peers.add(peer)
-        } catch let error as PairingError {
-            throw CouchError(.forbidden, "forbidden", error.description.prefix(1).uppercased() + error.description.dropFirst() + ".")
+        } catch {
+            // Nothing was paired: the invitation stays usable.
+            do {
+                try listener.invitations.reopen(handle: invitation.handle, spentBy: uuid)
+            } catch let reopening {
+                listener.logger.error("invitation \(invitation.handle) stays spent after a failed pairing: \(reopening)")
+            }
+            if let error = error as? PairingError {
+                throw CouchError(.forbidden, "forbidden", error.description.prefix(1).uppercased() + error.description.dropFirst() + ".")
+            }
+            throw error
         }
         listener.logger.notice("paired with \(name) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
         return Self.json([
