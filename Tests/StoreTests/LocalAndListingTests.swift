@@ -21,6 +21,22 @@ final class LocalAndListingTests: DatabaseTestCase {
         XCTAssertEqual(try database.info().docCount, 0)
     }
 
+    /// A write with a claim creates a missing document, replaces one that satisfies the
+    /// claim, and finds another writer's missing, changing nothing, even with its `_rev`.
+    func testAClaimedWriteNeverReplacesAnotherWritersDocument() async throws {
+        let mine = LocalDocumentClaim(key: "writer", value: "me")
+        let theirs = LocalDocumentClaim(key: "writer", value: "them")
+        let first = try await database.putLocal(id: "_local/cp", ["writer": "me", "seq": 1], claim: mine)
+        let second = try await database.putLocal(id: "_local/cp", ["_rev": .string(first.description), "writer": "me", "seq": 2], claim: mine)
+        await assertRefused("not_found") {
+            try await self.database.putLocal(id: "_local/cp", ["_rev": .string(second.description), "writer": "them"], claim: theirs)
+        }
+        await assertRefused("not_found") { try await self.database.deleteLocal(id: "_local/cp", revision: second, claim: theirs) }
+        XCTAssertEqual(try database.localDocument(id: "_local/cp").json, ["_id": "_local/cp", "_rev": "0-2", "writer": "me", "seq": 2])
+        try await database.deleteLocal(id: "_local/cp", revision: second, claim: mine)
+        await assertRefused("not_found") { try self.database.localDocument(id: "_local/cp") }
+    }
+
     func testAllDocsRangesAndKeys() async throws {
         for id in ["b", "a", "d", "c", "e"] { try await database.put(["_id": .string(id)]) }
         let deleted = try database.document(id: "e").revision

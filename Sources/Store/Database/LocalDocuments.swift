@@ -14,13 +14,33 @@ public struct LocalDocument: Sendable, Hashable {
     }
 }
 
+/// Who may replace a local document: when one exists, its member `key` must be the string
+/// `value`, or it counts as missing. Checked in the write's own transaction, so no other
+/// write can come between the check and the change.
+public struct LocalDocumentClaim: Sendable, Hashable {
+    /// The member naming the document's writer.
+    public var key: String
+    /// The writer it must name.
+    public var value: String
+
+    /// A claim that member `key` is `value`.
+    public init(key: String, value: String) {
+        self.key = key
+        self.value = value
+    }
+}
+
 enum LocalDocuments {
-    /// Writes or deletes a local document; `_rev` must name the current revision.
-    static func put(_ document: ParsedDocument, in db: Connection) throws -> RevisionID {
+    /// Writes or deletes a local document; `_rev` must name the current revision, and an
+    /// existing document must satisfy `claim` (else it is missing).
+    static func put(_ document: ParsedDocument, claim: LocalDocumentClaim? = nil, in db: Connection) throws -> RevisionID {
         let id = document.id!
-        let select = try db.statement("SELECT rev FROM local_docs WHERE id = ?")
+        let select = try db.statement("SELECT rev, body FROM local_docs WHERE id = ?")
         select.bind(id, at: 1)
         let current: Int? = try select.step() ? select.int(0) : nil
+        if current != nil, let claim, try JSON(parsing: select.blob(1))[claim.key]?.stringValue != claim.value {
+            throw StoreError.notFound("missing")
+        }
         select.reset()
         let given = document.revision.flatMap { Int($0.digest) }
         if current != given, !(current == nil && document.revision == nil) { throw StoreError.conflict }
@@ -53,9 +73,10 @@ extension Database {
         }
     }
 
-    /// Writes a local document. `json` may carry `_rev`, which must be the current one.
+    /// Writes a local document. `json` may carry `_rev`, which must be the current one; an
+    /// existing document that does not satisfy `claim` is missing (404) and stays as it is.
     @discardableResult
-    public func putLocal(id: String, _ json: JSON) async throws(StoreError) -> RevisionID {
+    public func putLocal(id: String, _ json: JSON, claim: LocalDocumentClaim? = nil) async throws(StoreError) -> RevisionID {
         guard id.hasPrefix("_local/"), id.count > 7 else { throw .badRequest("Local document ids start with _local/") }
         var object = json.objectValue ?? [:]
         if let given = object["_rev"]?.stringValue {
@@ -68,12 +89,13 @@ extension Database {
         for key in object.keys where key.hasPrefix("_") { object[key] = nil }
         let document = ParsedDocument(id: id, revision: revision, history: [], deleted: deleted,
                                       bodyText: JSON.object(object).serializedBytes(), attachments: [])
-        return try await write { context in try LocalDocuments.put(document, in: context.connection) }
+        return try await write { context in try LocalDocuments.put(document, claim: claim, in: context.connection) }
     }
 
-    /// Deletes a local document; `revision` must be the current one.
-    public func deleteLocal(id: String, revision: RevisionID?) async throws(StoreError) {
+    /// Deletes a local document; `revision` must be the current one, and the document must
+    /// satisfy `claim` (else it is missing).
+    public func deleteLocal(id: String, revision: RevisionID?, claim: LocalDocumentClaim? = nil) async throws(StoreError) {
         let document = ParsedDocument(id: id, revision: revision, history: [], deleted: true, bodyText: [], attachments: [])
-        _ = try await write { context in try LocalDocuments.put(document, in: context.connection) }
+        _ = try await write { context in try LocalDocuments.put(document, claim: claim, in: context.connection) }
     }
 }

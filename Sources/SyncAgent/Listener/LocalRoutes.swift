@@ -5,14 +5,15 @@ import Store
 /// `GET/PUT/DELETE /{db}/_local/{id}`: local documents, where replicators keep checkpoints.
 ///
 /// A paired peer reaches only the local documents it wrote: each carries its
-/// writer's node ID (fingerprint) under ``ownerKey``, and another's looks missing to it.
+/// writer's node ID (fingerprint) under ``ownerKey``, and another's looks missing to it
+/// (checked again inside the write, so two peers writing at once cannot pass each other).
 extension CouchResponder {
     /// The member naming the paired peer that wrote a local document.
     static let ownerKey = "syncd_peer"
 
     func local(_ id: String, in db: Database, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
-        if let peer = exchange.principal.peer, let existing = try? db.localDocument(id: id).json,
-           existing[Self.ownerKey]?.stringValue != peer.id.fingerprint {
+        let claim = exchange.principal.peer.map { LocalDocumentClaim(key: Self.ownerKey, value: $0.id.fingerprint) }
+        if let claim, let existing = try? db.localDocument(id: id).json, existing[claim.key]?.stringValue != claim.value {
             throw CouchError.notFound("missing")
         }
         switch method {
@@ -21,9 +22,9 @@ extension CouchResponder {
         case .put:
             var object = try await exchange.readObject(limit: configuration.maximumRequestSize, checkingType: false)
             object["_id"] = nil
-            if let peer = exchange.principal.peer { object[Self.ownerKey] = .string(peer.id.fingerprint) }
+            if let claim { object[claim.key] = .string(claim.value) }
             if object["_rev"] == nil, let rev = exchange.query["rev"] { object["_rev"] = .string(rev) }
-            let revision = try await db.putLocal(id: id, .object(object))
+            let revision = try await db.putLocal(id: id, .object(object), claim: claim)
             return Self.json(["ok": true, "id": .string(id), "rev": .string(revision.description)], status: .created)
         case .delete:
             let given = exchange.query["rev"] ?? exchange.request.headers[.ifMatch]?.trimmingCharacters(in: .init(charactersIn: "\" "))
@@ -34,7 +35,7 @@ extension CouchResponder {
                 }
                 revision = RevisionID(generation: 0, digest: String(count))
             }
-            try await db.deleteLocal(id: id, revision: revision)
+            try await db.deleteLocal(id: id, revision: revision, claim: claim)
             return Self.json(["ok": true, "id": .string(id), "rev": "0-0"])
         default:
             throw CouchError.methodNotAllowed
