@@ -33,14 +33,19 @@ final class JSONTests: XCTestCase {
         XCTAssertNoThrow(try JSON(parsing: fine))
     }
 
-    /// Integers within ±2^53 are doubles whatever their sign, and every number parses back
-    /// from its serialized form to the same value (a negative 16-digit integer once came back
-    /// as a big integer's text, unequal to the double it was written from).
+    /// Integers below 2^53 in magnitude are doubles whatever their sign, written back as they
+    /// came; from 2^53 on they keep their text. Every number parses back from its serialized
+    /// form to the same value (a negative 16-digit integer once came back as a big integer's
+    /// text, unequal to the double it was written from).
     func testNumbersKeepTheirKindAcrossARoundTrip() throws {
-        XCTAssertEqual(try JSON(parsing: "-9007199254740992"), .number(-9_007_199_254_740_992))
+        XCTAssertEqual(try JSON(parsing: "-9007199254740991"), .number(-9_007_199_254_740_991))
         XCTAssertEqual(try JSON(parsing: "-4444243600000000"), .number(-4_444_243_600_000_000))
-        XCTAssertEqual(try JSON(parsing: "-9007199254740993"), .bigInteger("-9007199254740993"))
-        XCTAssertEqual(try JSON(parsing: "9007199254740993"), .bigInteger("9007199254740993"))
+        for integer in ["-9007199254740992", "9007199254740992", "-9007199254740993", "9007199254740993"] {
+            XCTAssertEqual(try JSON(parsing: integer), .bigInteger(integer))
+        }
+        for integer in ["-9007199254740992", "9007199254740992", "-9007199254740991", "9007199254740991", "-4444243600000000", "-0", "7"] {
+            XCTAssertEqual(try JSON(parsing: integer).serialized(), integer == "-0" ? "0" : integer)
+        }
         for text in ["-44442436E8", "-9007199254740992", "9007199254740992", "-1e15", "-123456789012345678", "-0", "0.5e-3"] {
             let value = try JSON(parsing: text)
             XCTAssertEqual(try JSON(parsing: value.serialized()), value, text)

@@ -261,7 +261,8 @@ struct JSONParser {
         return value
     }
 
-    /// A number: a double, or the text of an integer beyond ±2^53 (a double would round it).
+    /// A number: a double, or the text of an integer of ±2^53 or beyond (a double would round
+    /// it, or write it back in another form).
     private mutating func parseNumber() throws(JSONSyntaxError) -> JSON {
         let start = index
         var isInteger = true
@@ -293,7 +294,8 @@ struct JSONParser {
             guard digits.count <= 16 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
             var value: Int64 = 0
             for byte in digits { value = value * 10 + Int64(byte - 48) }
-            guard value <= 1 << 53 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
+            // From 2^53 on, a double no longer holds every integer: keep the text.
+            guard value < 1 << 53 else { return .bigInteger(String(decoding: slice, as: UTF8.self)) }
             return .number(Double(negative ? -value : value))
         }
         guard let value = Double(String(decoding: slice, as: UTF8.self)), value.isFinite else {
