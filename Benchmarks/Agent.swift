@@ -14,6 +14,7 @@ import TestBed
 /// - convergence of 3 × 1,000 concurrent writes through a hub with three peers;
 /// - that hub's CPU and RSS while idle (30 s).
 func runAgentBenchmarks(arguments: [String]) async throws {
+    if arguments.first == "burst" { return try await agentBurst(arguments: arguments) }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []
@@ -128,23 +129,89 @@ func runAgentBenchmarks(arguments: [String]) async throws {
     }
 }
 
+/// `agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]`: two paired agents in the test
+/// bed; `--docs` documents written on A in one `_bulk_docs`, and the time until all are readable
+/// on B. Then B's agent stops and B pulls the same database one-shot (`syncd replicate --peer`,
+/// over the same mutual TLS, into a database of its own), so the two rates come from one run.
+/// With `--before`, an older build's agents run in alternating rounds.
+private func agentBurst(arguments: [String]) async throws {
+    let count = option("docs", in: arguments, default: 20_000)
+    let rounds = option("rounds", in: arguments, default: 3)
+    var builds: [(name: String, executable: String)] = [("this build", try TestBed.syncdExecutable)]
+    if let before = stringOption("before", in: arguments) { builds.append(("--before", before)) }
+    print("agent burst: \(count) documents written on A in one _bulk_docs, until readable on paired B; \(rounds) rounds")
+    let documents = (0..<count).map(smallDocument).joined(separator: ",")
+    var ratios: [String: [Double]] = [:]
+    var bursts: [String: [Double]] = [:]
+    for round in 0..<rounds {
+        for build in round % 2 == 0 ? builds : builds.reversed() {
+            try await TestBed.with(hosts: 2) { bed in
+                let folder = temporaryDirectory("agent-burst-\(round)")
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                let a = try await BenchAgent.start(folder + "/a", on: bed["a"], executable: build.executable)
+                let b = try await BenchAgent.start(folder + "/b", on: bed["b"], executable: build.executable)
+                defer { a.stop(); b.stop() }
+                _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
+                try b.pair(with: try a.invitation())
+                try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
+
+                let start = now()
+                let written = try await a.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(documents)]}"#)
+                guard written.status == 201 else { throw BenchError("_bulk_docs answered \(written.status)") }
+                let writeTime = now() - start
+                try await b.waitUntil(timeout: 600) { try await b.documentCount() == count + 1 }
+                let burst = now() - start
+
+                // The same pull one-shot, by B with its agent stopped (so the target is in process, as the agent's is).
+                let aID = try await a.status().node.id
+                b.stop()
+                let pullStart = now()
+                let pull = try bed["b"].run([build.executable, "replicate", "--peer", aID, "https://\(bed["a"].ipv4):6984/syncd",
+                                             "oneshot", "--data", b.directory], check: false, timeout: .seconds(600))
+                guard pull.status == 0 else { throw BenchError("one-shot pull failed: \(pull.errorOutput)") }
+                let oneShot = now() - pullStart
+                let label = "round \(round + 1), \(build.name)"
+                figure("\(label): burst written on A (one _bulk_docs)", writeTime, "s", decimals: 2)
+                figure("\(label): burst written on A -> all on B", burst, "s", decimals: 2)
+                figure("\(label): one-shot pull of the same database", oneShot, "s", decimals: 2)
+                figure("\(label): burst rate / one-shot rate (goal >= 0.8)", oneShot / burst, "x", decimals: 2)
+                ratios[build.name, default: []].append(oneShot / burst)
+                bursts[build.name, default: []].append(burst)
+            }
+        }
+    }
+    for build in builds {
+        figure("\(build.name): burst -> all on B, median", percentile(bursts[build.name] ?? [], 50), "s", decimals: 2)
+        figure("\(build.name): burst rate / one-shot rate, median", percentile(ratios[build.name] ?? [], 50), "x", decimals: 2)
+    }
+    if builds.count == 2 {
+        figure("burst time, --before / this build (medians)",
+               percentile(bursts[builds[1].name]!, 50) / percentile(bursts[builds[0].name]!, 50), "x", decimals: 2)
+    }
+    reference("Apache CouchDB 3.5, continuous replication between two nodes, the same 20,000-document burst", "7.3 s")
+}
+
 /// A `syncd agent` inside a test-bed host, reached through its control socket.
 private final class BenchAgent: Sendable {
     let directory: String
     let host: TestHost
     let process: ChildProcess
+    /// The `syncd` it runs (this build's, or an older one's).
+    let executable: String
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
-    private init(directory: String, host: TestHost, process: ChildProcess) {
+    private init(directory: String, host: TestHost, process: ChildProcess, executable: String) {
         self.directory = directory
         self.host = host
         self.process = process
+        self.executable = executable
     }
 
-    static func start(_ directory: String, on host: TestHost) async throws -> BenchAgent {
-        let process = try host.spawn([try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "warning"])
+    static func start(_ directory: String, on host: TestHost, executable: String? = nil) async throws -> BenchAgent {
+        let executable = try executable ?? TestBed.syncdExecutable
+        let process = try host.spawn([executable, "agent", "--data", directory, "--log-level", "warning"])
         try await process.waitForLine(timeout: .seconds(60)) { $0.contains("paired peer") || $0.hasPrefix("No peers yet") }
-        return BenchAgent(directory: directory, host: host, process: process)
+        return BenchAgent(directory: directory, host: host, process: process, executable: executable)
     }
 
     var base: String { ControlClient(socketPath: directory + "/control.sock").baseURL }
@@ -156,14 +223,14 @@ private final class BenchAgent: Sendable {
 
     /// An invitation made by `syncd pair --json` beside the running agent.
     func newInvitation() async throws -> String {
-        let pair = try host.spawn([try TestBed.syncdExecutable, "pair", "--json", "--data", directory])
+        let pair = try host.spawn([executable, "pair", "--json", "--data", directory])
         let (_, line) = try await pair.waitForLine(timeout: .seconds(30)) { $0.hasPrefix("{") }
         guard let url = (try JSON(parsing: line))["url"]?.stringValue else { throw BenchError("no invitation URL in \(line)") }
         return url
     }
 
     func pair(with url: String) throws {
-        let result = try host.run([try TestBed.syncdExecutable, "pair", url, "--data", directory], check: false, timeout: .seconds(60))
+        let result = try host.run([executable, "pair", url, "--data", directory], check: false, timeout: .seconds(60))
         guard result.status == 0 else { throw BenchError("pairing failed: \(result.errorOutput)") }
     }
 
@@ -193,13 +260,7 @@ private final class BenchAgent: Sendable {
     }
 
     /// User and system CPU seconds the agent used so far.
-    func cpuSeconds() -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    func cpuSeconds() -> Double { syncd_bench.cpuSeconds(of: process.pid) }
 
     func residentKilobytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return 0 }

@@ -16,18 +16,22 @@ import SyncAgent
 ///   `syncd replicate` pulling documents with large attachments from `syncd serve` (one
 ///   `_bulk_get` answer per batch); with `--before`, also of that `syncd` binary (an older
 ///   build), pulling the same documents in the same run.
+/// - `oneshot [--docs 100000] [--rounds 3] [--before PATH]`: `syncd replicate URL URL` between
+///   two `syncd serve`, this build and `--before`'s in alternating rounds (``replicationOneShot(arguments:)``).
 func runReplicationBenchmarks(arguments: [String]) async throws {
     switch arguments.first {
     case "throughput": try await replicationThroughput(arguments: arguments)
     case "latency": try await replicationLatency(arguments: arguments)
     case "rss": try await replicationMemory(arguments: arguments)
     case "attachments-rss": try await attachmentPullMemory(arguments: arguments)
+    case "oneshot": try await replicationOneShot(arguments: arguments)
     default:
         print("""
             usage: syncd-bench replication throughput [--docs 100000] [--batch-size 500] [--parallel-fetches 1]
                    syncd-bench replication latency [--samples 300]
                    syncd-bench replication rss [--docs 1000000] [--batch-size 500]
                    syncd-bench replication attachments-rss [--docs 200] [--size 1048576] [--before PATH-TO-OLDER-SYNCD]
+                   syncd-bench replication oneshot [--docs 100000] [--rounds 3] [--before PATH-TO-OLDER-SYNCD]
             """)
     }
 }
@@ -177,8 +181,7 @@ private func replicationMemory(arguments: [String]) async throws {
 private func attachmentPullMemory(arguments: [String]) async throws {
     let count = option("docs", in: arguments, default: 200)
     let size = option("size", in: arguments, default: 1 << 20)
-    var before: String?
-    if let flag = arguments.firstIndex(of: "--before"), flag + 1 < arguments.count { before = arguments[flag + 1] }
+    let before = stringOption("before", in: arguments)
     let folder = temporaryDirectory("attachments-rss")
     defer { try? FileManager.default.removeItem(atPath: folder) }
     print("peak RSS of syncd replicate pulling \(count) documents with a \(size >> 10) KiB attachment each from syncd serve")
@@ -250,10 +253,10 @@ final class BenchProcess: @unchecked Sendable {
     }
 
     /// `syncd serve` on `data`, with a server admin whose credentials ``url`` carries.
-    static func serve(data: String, arguments: [String] = []) throws -> BenchProcess {
+    static func serve(data: String, arguments: [String] = [], executable: String = executable) throws -> BenchProcess {
         // Fewer PBKDF2 rounds than `syncd user add` uses: the benchmark measures replication, not logins.
         try UserStore(directory: data, iterations: 1000).setPassword("bench-password", for: "bench", roles: [UserStore.adminRole])
-        let process = try start(["serve", "--port", "0", "--log-level", "error"] + arguments, data: data)
+        let process = try start(["serve", "--port", "0", "--log-level", "error"] + arguments, data: data, executable: executable)
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }

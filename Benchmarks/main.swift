@@ -26,12 +26,16 @@ default:
                syncd-bench replication rss [--docs 1000000]     peak RSS of listener and replicator processes
                syncd-bench replication attachments-rss [--docs 200] [--size 1048576] [--before OLD-SYNCD]
                                                 peak RSS of a pull of documents with large attachments
+               syncd-bench replication oneshot [--docs 100000] [--rounds 3] [--before OLD-SYNCD]
+                                                syncd replicate URL URL between two syncd serve; an older build alternating
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench listener-memory [--databases 10] [--docs 100000] [--idle 5]   serve's RSS as databases are written, and once idle
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
                                                 peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS
+               syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
+                                                a burst on A until all on paired B, beside a one-shot pull of it
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -66,8 +66,8 @@ final class ChangesTests: DatabaseTestCase {
         let feed = database.changeFeed(ChangesOptions())
         let reader = Task { () throws -> [String] in
             var ids: [String] = []
-            for try await change in feed {
-                ids.append(change.id)
+            for try await page in feed {
+                ids += page.map(\.id)
                 if ids.count == 3 { break }
             }
             return ids
@@ -93,7 +93,7 @@ final class ChangesTests: DatabaseTestCase {
         let feed = database.changeFeed(ChangesOptions())
         let reader = Task { () throws -> Int in
             var count = 0
-            for try await _ in feed { count += 1 }
+            for try await page in feed { count += page.count }
             return count
         }
         try await database.put(["_id": "x"])

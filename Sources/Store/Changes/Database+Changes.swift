@@ -68,17 +68,19 @@ extension Database {
     }
 
     /// A never-ending feed: the changes since `options.since`, then each new
-    /// change as it commits. Changes are read in pages as the consumer asks for
-    /// them, so a slow consumer holds no more than a page in memory. The feed
-    /// ends when the database closes or the consuming task is cancelled.
+    /// commit's changes as they commit. Each element is a page: every change
+    /// committed and not yet delivered, up to `pageSize`, so a burst arrives
+    /// in full pages and a lone write alone and at once. A slow consumer holds
+    /// no more than a page in memory. The feed ends when the database closes,
+    /// the limit is reached, or the consuming task is cancelled.
     public func changeFeed(_ options: ChangesOptions, pageSize: Int = 500) -> ChangeFeed {
         ChangeFeed(database: self, options: options, pageSize: pageSize)
     }
 }
 
-/// The continuous changes feed of a database; see ``Database/changeFeed(_:pageSize:)``.
+/// The continuous changes feed of a database, in pages; see ``Database/changeFeed(_:pageSize:)``.
 public struct ChangeFeed: AsyncSequence, Sendable {
-    public typealias Element = Change
+    public typealias Element = [Change]
 
     let database: Database
     let options: ChangesOptions
@@ -88,36 +90,35 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         Iterator(database: database, options: options, pageSize: pageSize, commits: database.commits().makeAsyncIterator())
     }
 
-    /// Yields buffered changes, reads the next page when empty, and waits for a
-    /// commit when the feed is exhausted.
+    /// Reads the next page, and waits for a commit when the feed is exhausted.
     public struct Iterator: AsyncIteratorProtocol {
         let database: Database
         var options: ChangesOptions
         let pageSize: Int
         var commits: AsyncStream<UInt64>.Iterator
-        var buffer: [Change] = []
         var remaining: Int?
 
         init(database: Database, options: ChangesOptions, pageSize: Int, commits: AsyncStream<UInt64>.Iterator) {
             self.database = database
             self.options = options
-            self.pageSize = pageSize
+            self.pageSize = Swift.max(1, pageSize)
             self.commits = commits
             self.remaining = options.limit
         }
 
-        public mutating func next() async throws -> Change? {
-            while buffer.isEmpty {
+        public mutating func next() async throws -> [Change]? {
+            while true {
                 if remaining == 0 || Task.isCancelled { return nil }
                 var page = options
                 page.limit = Swift.min(pageSize, remaining ?? pageSize)
                 let result = try database.changes(page)
                 options.since = result.lastSequence
-                buffer = result.changes.reversed()
-                if buffer.isEmpty, await commits.next() == nil { return nil }
+                if !result.changes.isEmpty {
+                    if let count = remaining { remaining = count - result.changes.count }
+                    return result.changes
+                }
+                if await commits.next() == nil { return nil }
             }
-            if let count = remaining { remaining = count - 1 }
-            return buffer.removeLast()
         }
     }
 }

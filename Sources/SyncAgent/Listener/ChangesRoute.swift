@@ -122,7 +122,7 @@ extension CouchResponder {
         let start = ContinuousClock.now
         for try await event in Self.events(db, request, shutdown: shutdown) {
             switch event {
-            case .change, .end:
+            case .changes, .end:
                 try await Self.writeNormalFeed(db, request, to: &writer)
                 return
             case .tick:
@@ -137,7 +137,9 @@ extension CouchResponder {
     }
 
     /// Each change as a line (or an event), heartbeats while idle, and a
-    /// final `last_seq` line when the timeout or the limit ends the feed.
+    /// final `last_seq` line when the timeout or the limit ends the feed. The
+    /// changes committed since the last write go out in one write, so a burst
+    /// costs a few writes, not one per change.
     private func writeContinuous(_ db: Database, _ request: ChangesRequest, eventSource: Bool, shutdown: AsyncStream<Void>,
                                  to writer: inout any ResponseBodyWriter) async throws {
         var lastSequence = request.options.since
@@ -146,14 +148,16 @@ extension CouchResponder {
         var output: [UInt8] = []
         loop: for try await event in Self.events(db, request, shutdown: shutdown) {
             switch event {
-            case .change(let change):
+            case .changes(let changes):
                 output.removeAll(keepingCapacity: true)
-                if eventSource { output += Array("data: ".utf8) }
-                ChangeRow.write(change, conflicts: request.conflicts, to: &output)
-                output += eventSource ? Array("\nid: \(change.sequence)\n\n".utf8) : [0x0A]
+                for change in changes {
+                    if eventSource { output += Array("data: ".utf8) }
+                    ChangeRow.write(change, conflicts: request.conflicts, to: &output)
+                    output += eventSource ? Array("\nid: \(change.sequence)\n\n".utf8) : [0x0A]
+                    lastSequence = change.sequence
+                }
                 try await writer.write(ByteBuffer(bytes: output))
-                lastSequence = change.sequence
-                count += 1
+                count += changes.count
                 idle = .now
                 if let limit = request.options.limit, count >= limit { break loop }
             case .tick:
@@ -174,8 +178,8 @@ extension CouchResponder {
 
     /// What a waiting feed reacts to.
     enum FeedEvent: Sendable {
-        /// A change, existing or newly committed.
-        case change(Change)
+        /// Changes, existing or newly committed: all that were ready, up to a page.
+        case changes([Change])
         /// Time to send a heartbeat or check the timeout.
         case tick
         /// The store's feed ended (the database closed), or the server is shutting down.
@@ -187,7 +191,7 @@ extension CouchResponder {
     static func events(_ db: Database, _ request: ChangesRequest, shutdown: AsyncStream<Void>) -> some AsyncSequence<FeedEvent, any Error> & Sendable {
         var options = request.options
         options.descending = false
-        let changes = chain(db.changeFeed(options).map { FeedEvent.change($0) }, [FeedEvent.end].async)
+        let changes = chain(db.changeFeed(options, pageSize: changesPageSize).map { FeedEvent.changes($0) }, [FeedEvent.end].async)
         let interval = request.heartbeat ?? request.timeout
         let ticks = AsyncTimerSequence(interval: interval, clock: ContinuousClock()).map { _ in FeedEvent.tick }
         let stop = chain(shutdown.compactMap { _ in FeedEvent?.none }, [FeedEvent.end].async)

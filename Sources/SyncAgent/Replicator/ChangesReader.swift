@@ -1,16 +1,15 @@
-import AsyncAlgorithms
 import Logging
 
 /// First stage: reads the source's changes feed (`style=all_docs`, the filter
-/// applied at the source, a continuous feed when continuous) and hands each
-/// batch to the revision finder. A full pipeline makes it wait.
+/// applied at the source, a continuous feed when continuous) into the change
+/// queue, which the revision finder takes batches from. A full queue makes it wait.
 struct ChangesReader: Sendable {
     let source: any Endpoint
     let request: ChangeFeedRequest
     let progress: ReplicationProgress
     let logger: Logger
 
-    func run(into output: AsyncChannel<ReplicationBatch>) async throws {
+    func run(into output: ChangeQueue) async throws {
         defer { output.finish() }
         do {
             try await read(request, into: output)
@@ -27,10 +26,9 @@ struct ChangesReader: Sendable {
         }
     }
 
-    private func read(_ request: ChangeFeedRequest, into output: AsyncChannel<ReplicationBatch>) async throws {
+    private func read(_ request: ChangeFeedRequest, into output: ChangeQueue) async throws {
         try await source.changes(request) { batch in
-            progress.read(batch)
-            await output.send(ReplicationBatch(changes: batch))
+            try await output.append(batch)
         }
     }
 }

@@ -28,7 +28,7 @@ struct ReplicationSession: Sendable {
         progress.sessionStarted(at: since, continuous: configuration.continuous)
         progress.checkpointed(since, targetOnly: readOnlySource)
 
-        let changes = AsyncChannel<ReplicationBatch>()
+        let changes = ChangeQueue(capacity: 2 * configuration.batchSize)
         let diffed = AsyncChannel<ReplicationBatch>()
         let fetched = AsyncChannel<ReplicationBatch>()
         let request = ChangeFeedRequest(
@@ -44,7 +44,7 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    try await RevisionFinder(target: target).run(from: changes, into: diffed)
+                    try await RevisionFinder(target: target, batchSize: configuration.batchSize, progress: progress).run(from: changes, into: diffed)
                     return true
                 }
                 group.addTask {
@@ -56,10 +56,8 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    while true {
-                        try await Task.sleep(for: configuration.checkpointInterval)
-                        try await saveCheckpoint(checkpointer)
-                    }
+                    try await checkpointOnCadence(checkpointer)
+                    return false
                 }
                 var finishedStages = 0
                 while finishedStages < 4, let finished = try await group.next() {
@@ -83,6 +81,22 @@ struct ReplicationSession: Sendable {
         }
         try await saveCheckpoint(checkpointer)
     }
+
+    /// Checkpoints every `checkpointInterval` while changes flow, and once the replication
+    /// falls idle (at most once a second), so a caught-up replication's checkpoint is current.
+    private func checkpointOnCadence(_ checkpointer: Checkpointer) async throws {
+        let ticks = AsyncTimerSequence(interval: configuration.checkpointInterval, clock: .continuous).map { _ in false }
+        let idle = progress.updates().map { $0.activity == .idle }.removeDuplicates().filter { $0 }
+        var lastSaved = ContinuousClock.now
+        for try await fellIdle in merge(ticks, idle) {
+            if fellIdle { try await Task.sleep(until: lastSaved + Self.idleCheckpointSpacing, clock: .continuous) }
+            try await saveCheckpoint(checkpointer)
+            lastSaved = .now
+        }
+    }
+
+    /// The least time between checkpoints taken because the replication fell idle.
+    static let idleCheckpointSpacing: Duration = .seconds(1)
 
     private func saveCheckpoint(_ checkpointer: Checkpointer) async throws {
         guard let sequence = progress.completedSequence else { return }

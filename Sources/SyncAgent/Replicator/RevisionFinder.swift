@@ -1,14 +1,19 @@
 import AsyncAlgorithms
 import Store
 
-/// Second stage: asks the target which of each batch's leaf revisions it lacks
-/// (`_revs_diff`), so only those are fetched.
+/// Second stage: takes what the reader has queued, up to a batch, whenever it is
+/// ready for more, and asks the target which of the batch's leaf revisions it
+/// lacks (`_revs_diff`), so only those are fetched.
 struct RevisionFinder: Sendable {
     let target: any Endpoint
+    let batchSize: Int
+    let progress: ReplicationProgress
 
-    func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
+    func run(from input: ChangeQueue, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
-        for await var batch in input {
+        while let changes = try await input.take(upTo: batchSize) {
+            progress.read(changes)
+            var batch = ReplicationBatch(changes: changes)
             let question = Self.leaves(of: batch.changes.changes)
             if !question.isEmpty {
                 batch.missing = try await target.missingRevisions(question)

@@ -1,0 +1,154 @@
+import Foundation
+import Locking
+import Store
+import SyncAgent
+import XCTest
+
+/// A continuous replication carries a burst in full batches, a lone write alone and at
+/// once, and checkpoints on its cadence and when it falls idle; the listener's waiting
+/// feeds send what is ready in one write.
+final class ContinuousBatchingTests: XCTestCase {
+    /// A target that counts the `_revs_diff` questions it is asked.
+    private struct CountingTarget: ForwardingEndpoint {
+        let inner: any Endpoint
+        let questions = Locked(0)
+
+        func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
+            questions.withLock { $0 += 1 }
+            return try await inner.missingRevisions(revisions)
+        }
+    }
+
+    private func waitUntil(timeout: Duration = .seconds(60), _ what: String, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("not within \(timeout): \(what)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private func uploads(_ count: Int, prefix: String) -> [DocumentUpload] {
+        (0..<count).map { DocumentUpload(["_id": .string("\(prefix)\($0)"), "n": .number(Double($0))]) }
+    }
+
+    func testABurstThroughAContinuousFeedTravelsInFullBatchesAndALoneWriteAtOnce() async throws {
+        let server = try await startListener()
+        let source = try server.catalog.create("source")
+        let directory = try TemporaryDirectory(prefix: "syncd-burst")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let target = try catalog.create("target")
+        let remote = try RemoteEndpoint(url: server.url + "/source")
+        let counting = CountingTarget(inner: LocalEndpoint(target))
+        var configuration = ReplicationConfiguration(source: remote, target: counting)
+        configuration.continuous = true
+        configuration.batchSize = 500
+        configuration.heartbeat = .milliseconds(500)
+        let replicator = Replicator(configuration)
+        replicator.start()
+        defer { Task { await replicator.stop(); await remote.shutdown() } }
+
+        try await source.put(["_id": "first"])
+        try await waitUntil("the first document arrives") { try target.info().docCount == 1 }
+        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+        let before = counting.questions.withLock { $0 }
+
+        for result in try await source.bulkDocs(uploads(5000, prefix: "burst-")) { _ = try result.result.get() }
+        try await waitUntil("the burst arrives") { try target.info().docCount == 5001 }
+        let questions = counting.questions.withLock { $0 } - before
+        print("a burst of 5,000 changes took \(questions) _revs_diff requests")
+        XCTAssertLessThanOrEqual(questions, 50, "a burst of 5,000 changes in batches of 500")
+
+        // Idle again: one write goes alone, without waiting for a batch to fill.
+        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+        try await source.put(["_id": "lone"])
+        try await waitUntil(timeout: .seconds(5), "a lone write arrives") { (try? target.document(id: "lone")) != nil }
+        XCTAssertNil(replicator.status.lastError)
+    }
+
+    func testACheckpointFollowsTheCadenceUnderWritesAndIsTakenWhenIdle() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-cadence")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let source = try catalog.create("source")
+        let target = try catalog.create("target")
+        var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
+        configuration.continuous = true
+        configuration.checkpointInterval = .milliseconds(300)
+        let replicator = Replicator(configuration)
+        replicator.start()
+        defer { Task { await replicator.stop() } }
+
+        // A steady stream of writes for about 3 s: checkpoints follow it on the cadence.
+        var checkpoints = Set<UInt64>()
+        for n in 0..<150 {
+            try await source.put(["_id": .string("w\(n)")])
+            if let sequence = replicator.status.checkpointedSequence?.localNumber { checkpoints.insert(sequence) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertGreaterThanOrEqual(checkpoints.count, 4, "checkpoints while writes go on: \(checkpoints.sorted())")
+        try await waitUntil("the checkpoint reaches the last write") {
+            replicator.status.checkpointedSequence?.localNumber == (try source.lastSequence())
+        }
+    }
+
+    func testAnIdleReplicationCheckpointsWithoutWaitingForTheInterval() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-idle")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let source = try catalog.create("source")
+        let target = try catalog.create("target")
+        var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
+        configuration.continuous = true
+        configuration.checkpointInterval = .seconds(3600)
+        let replicator = Replicator(configuration)
+        replicator.start()
+        defer { Task { await replicator.stop() } }
+
+        for result in try await source.bulkDocs(uploads(1200, prefix: "d")) { _ = try result.result.get() }
+        try await waitUntil("the documents arrive") { try target.info().docCount == 1200 }
+        try await waitUntil(timeout: .seconds(10), "an idle checkpoint, with an interval of an hour") {
+            replicator.status.checkpointedSequence?.localNumber == (try source.lastSequence())
+        }
+        // The checkpoint is on both sides, where a restarted replication reads it.
+        let id = ReplicationID(sourceIdentity: "db:" + source.uuid, targetIdentity: "db:" + target.uuid,
+                               sourceIsLocal: true, targetIsLocal: true, filter: nil)
+        for side in [source, target] {
+            let checkpoint = try side.localDocument(id: "_local/" + id.value).json
+            XCTAssertEqual(checkpoint["source_last_seq"], .number(Double(try source.lastSequence())))
+        }
+    }
+
+    func testTheListenersContinuousFeedSendsABurstInFewWrites() async throws {
+        let server = try await startListener()
+        let source = try server.catalog.create("db")
+        try await source.put(["_id": "first"])
+        let connection = try RawHTTPConnection(url: server.url)
+        defer { connection.close() }
+        try connection.get("/db/_changes?feed=continuous&heartbeat=60000&since=0")
+        XCTAssertTrue(connection.read(until: { $0.contains(#""id":"first""#) }), connection.text)
+        let received = connection.received.count
+
+        for result in try await source.bulkDocs(uploads(3000, prefix: "burst-")) { _ = try result.result.get() }
+        XCTAssertTrue(connection.read(until: { $0.contains(#""id":"burst-2999""#) }), "the burst arrives")
+        // Each write of the feed is one chunk of the chunked answer.
+        let chunks = Self.chunkSizes(Array(connection.received[received...]))
+        print("3,000 changes arrived in \(chunks.count) chunks")
+        XCTAssertEqual(chunks.reduce(0, +) > 0, true)
+        XCTAssertLessThanOrEqual(chunks.count, 10, "the first chunk sizes: \(chunks.prefix(20))")
+    }
+
+    /// The sizes of the complete chunks of a chunked HTTP body, from a chunk boundary on.
+    private static func chunkSizes(_ bytes: [UInt8]) -> [Int] {
+        var sizes: [Int] = []
+        var index = 0
+        while let lineEnd = bytes[index...].firstIndex(of: UInt8(ascii: "\r")), lineEnd + 1 < bytes.count {
+            guard let size = Int(String(decoding: bytes[index..<lineEnd], as: UTF8.self), radix: 16), size > 0 else { break }
+            let next = lineEnd + 2 + size + 2
+            guard next <= bytes.count else { break }
+            sizes.append(size)
+            index = next
+        }
+        return sizes
+    }
+}
