@@ -31,7 +31,8 @@ default:
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
-                                                peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS
+                                                peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS,
+                                                a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -46,7 +46,7 @@ public final class PeerStore: Sendable {
     }
 
     /// Records a pairing. Pairing again with the same ID adds the databases it
-    /// shares; a UUID already paired under another ID is refused, since a
+    /// shares and dates the pairing anew (the agent restarts its replications); a UUID already paired under another ID is refused, since a
     /// certificate names whatever UUID its maker chose: once paired, a UUID
     /// belongs to that ID.
     public func add(_ peer: PairedPeer) throws {
@@ -57,7 +57,6 @@ public final class PeerStore: Sendable {
             }
             if let old = file.peers.first(where: { $0.id == peer.id }) {
                 peer.databases = Array(Set(old.databases + peer.databases)).sorted()
-                peer.pairedAt = old.pairedAt
             }
             file.peers.removeAll { $0.id == peer.id }
             file.peers.append(peer)
