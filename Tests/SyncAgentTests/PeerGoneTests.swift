@@ -29,7 +29,9 @@ final class PeerGoneTests: XCTestCase {
         try await TestBed.with(hosts: 2) { bed in
             let (a, b) = try await pairedAgents(on: bed)
             defer { a.stop() }
-            b.stop()
+            // Killed: its listener closes before its avahi-daemon withdraws it, as when a machine's agent crashes.
+            b.process.signal(SIGKILL)
+            _ = b.process.waitForExit(timeout: .seconds(10))
             let address = "\(bed["b"].ipv4):6984"
             try await a.waitUntil("A shows B offline, refused", timeout: .seconds(30)) {
                 try await a.status().peers.first.map { $0.state == "offline" && $0.reason == "connection refused at \(address)" } ?? false
@@ -38,6 +40,11 @@ final class PeerGoneTests: XCTestCase {
             XCTAssertEqual(shown.status, 1, shown.output)
             XCTAssertTrue(shown.output.split(separator: "\n").contains("  ! peer bhost is offline: connection refused at \(address)"), shown.output)
             for line in shown.output.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 80, "too wide: \(line)") }
+
+            // The peer's address is configured on A meanwhile: A tries it at once, then waits again.
+            try "[[peer]]\npeer = \"bhost\"\naddresses = [\"\(address)\"]\n".write(toFile: a.directory + "/syncd.toml", atomically: true, encoding: .utf8)
+            a.process.signal(SIGHUP)
+            try await a.waitUntil("A reloads its configuration") { a.process.errorText.contains("configuration reloaded") }
 
             // Twenty seconds of the peer being down: A tries again now and then, not hundreds of times a second.
             let before = try bed["a"].tcpConnectionsOpened()
