@@ -52,6 +52,8 @@ public final class PeerStore: Sendable {
     public func add(_ peer: PairedPeer) throws {
         try file.update { file in
             var peer = peer
+            // To the second, as the file keeps it: the agent tells a new pairing by its date.
+            peer.pairedAt = Date(timeIntervalSince1970: peer.pairedAt.timeIntervalSince1970.rounded(.down))
             if let taken = file.peers.first(where: { $0.uuid == peer.uuid && $0.id != peer.id }) {
                 throw PairingError.invitationRefused("node UUID \(peer.uuid) is already paired with ID \(taken.id.short)")
             }
