@@ -75,6 +75,39 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual((error as? EndpointError)?.status, 0, "\(String(describing: error))")
     }
 
+    /// A continuous feed that stops sending, heartbeats included, is declared dead after two and
+    /// a half heartbeat intervals: its connection is closed, not waited on for ever.
+    func testASilentContinuousFeedIsDeclaredDead() async throws {
+        let released = DispatchSemaphore(value: 0)
+        let server = try HostileRemote(answering: { _, target, _ in
+            guard target.contains("feed=continuous") else {
+                return HostileAnswer(status: 200, body: Array(#"{"results":[],"last_seq":0,"pending":0}"#.utf8))
+            }
+            var answer = HostileAnswer(status: 200, body: [])
+            answer.pieces = [Array("{\"seq\":1,\"id\":\"a\",\"changes\":[{\"rev\":\"1-a\"}]}\n".utf8), Array("{\"last_seq\":1}\n".utf8)]
+            answer.beforePiece = { index in if index == 1 { _ = released.wait(timeout: .now() + 30) } }
+            return answer
+        })
+        let endpoint = try RemoteEndpoint(url: server.url + "/db")
+        defer { released.signal() }
+        addTeardownBlock {
+            await endpoint.shutdown()
+            server.stop()
+        }
+        let rows = BatchCount()
+        let request = ChangeFeedRequest(since: .zero, continuous: true, batchSize: 10, filter: nil, heartbeatMilliseconds: 200)
+        do {
+            try await endpoint.changes(request) { batch in
+                for _ in batch.changes { _ = rows.next() }
+            }
+            XCTFail("the feed ended")
+        } catch let error as EndpointError {
+            XCTAssertEqual(error.status, 0, "\(error)")
+            XCTAssertTrue(error.reason.contains("no answer for 500 ms"), "\(error)")
+        }
+        XCTAssertEqual(rows.next(), 2, "the row before the silence was delivered")
+    }
+
     func testBulkGetAnswersAreMatchedToTheQuestions() async throws {
         let (_, endpoint) = try remote { _, target, _ in
             guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }

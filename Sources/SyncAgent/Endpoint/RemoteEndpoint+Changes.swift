@@ -1,3 +1,4 @@
+import Locking
 import NIOCore
 import NIOHTTP1
 import Store
@@ -36,12 +37,47 @@ extension RemoteEndpoint {
 
     /// Reads one connection of `feed=continuous`, delivering what each arriving
     /// chunk completes; returns the position reached when the server ends the feed.
+    /// A feed that sends no byte (not even a heartbeat) for ``silenceLimit(heartbeatMilliseconds:)``
+    /// while it is being read is dead: its connection is closed and the feed fails as unreachable.
     private func followContinuousFeed(
         _ request: ChangeFeedRequest, since start: ChangeSequence, deliver: @Sendable (ChangeBatch) async throws -> Void
+    ) async throws -> ChangeSequence {
+        let silence = Self.silenceLimit(heartbeatMilliseconds: request.heartbeatMilliseconds)
+        let watch = FeedWatch()
+        return try await withoutActuallyEscaping(deliver) { deliver in
+            try await withThrowingTaskGroup(of: ChangeSequence?.self) { group in
+                group.addTask {
+                    try await self.readContinuousFeed(request, since: start, watch: watch, deliver: deliver)
+                }
+                group.addTask {
+                    try await watch.expire(after: silence)
+                    let milliseconds = silence.components.seconds * 1000 + silence.components.attoseconds / 1_000_000_000_000_000
+                    let time = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+                    throw EndpointError.unreachable(self.displayName, "no answer for \(time) on the continuous changes feed")
+                }
+                defer { group.cancelAll() }
+                while let result = try await group.next() {
+                    if let since = result { return since }
+                }
+                throw CancellationError()
+            }
+        }
+    }
+
+    /// How long a continuous feed may stay silent before it is declared dead: two and a
+    /// half heartbeat intervals (a server sends one per interval).
+    static func silenceLimit(heartbeatMilliseconds: Int) -> Duration {
+        .milliseconds(max(1, heartbeatMilliseconds) * 5 / 2)
+    }
+
+    /// The reading half of ``followContinuousFeed``: the watch is told whenever it waits for the server.
+    private func readContinuousFeed(
+        _ request: ChangeFeedRequest, since start: ChangeSequence, watch: FeedWatch, deliver: @Sendable (ChangeBatch) async throws -> Void
     ) async throws -> ChangeSequence {
         var query = [("style", "all_docs"), ("feed", "continuous"), ("since", start.description),
                      ("heartbeat", String(request.heartbeatMilliseconds))]
         let (method, body) = filterParameters(request.filter, into: &query)
+        watch.waiting()
         let response = try await send(method, databasePath + "/_changes", query: query, body: body,
                                       accept: "application/json", timeout: .seconds(365 * 24 * 3600))
         guard response.status.code < 400 else { throw await error(answering: response) }
@@ -50,7 +86,11 @@ extension RemoteEndpoint {
         var rows: [ChangedDocument] = []
         var endedWithLastSequence = false
         do {
-            for try await chunk in response.body {
+            var chunks = response.body.makeAsyncIterator()
+            while true {
+                watch.waiting()
+                guard let chunk = try await chunks.next() else { break }
+                watch.answered()
                 // Bytes before the new chunk hold no newline: only the chunk is searched.
                 var searchStart = pending.count
                 pending.append(contentsOf: chunk.readableBytesView)
@@ -141,5 +181,26 @@ extension RemoteEndpoint {
             revisions.append(revision)
         }
         return ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: json["deleted"]?.boolValue ?? false)
+    }
+}
+
+/// When a continuous feed's reader began waiting for the server, if it is waiting:
+/// time spent handing changes on (a full pipeline) is not silence.
+private final class FeedWatch: Sendable {
+    private let since = Locked<ContinuousClock.Instant?>(nil)
+
+    /// The reader waits for the server from now on.
+    func waiting() { since.withLock { $0 = .now } }
+
+    /// The server sent something; the reader is busy with it.
+    func answered() { since.withLock { $0 = nil } }
+
+    /// Returns once the reader has waited `limit` without an answer; sleeps meanwhile.
+    func expire(after limit: Duration) async throws {
+        while true {
+            let waitingSince = since.withLock { $0 }
+            if let waitingSince, ContinuousClock.now - waitingSince >= limit { return }
+            try await Task.sleep(until: (waitingSince ?? .now) + limit, clock: .continuous)
+        }
     }
 }
