@@ -22,6 +22,12 @@ final class PeerGoneTests: XCTestCase {
         try await b.put("syncd", "from-b", [:])
         try await a.waitUntil("A has B's document") { try await a.get("syncd", "from-b") != nil }
         try await b.waitUntil("B has A's document") { try await b.get("syncd", "from-a") != nil }
+        for agent in [a, b] {
+            try await agent.waitUntil("\(agent.directory) follows its peer's feed") {
+                let status = try await agent.status()
+                return status.peers.first?.state == "online" && status.replications.first?.state == "idle"
+            }
+        }
         return (a, b)
     }
 
@@ -78,8 +84,9 @@ final class PeerGoneTests: XCTestCase {
                 try await agent.waitUntil("\(agent.directory) shows \(other.hostName) offline", timeout: .seconds(45)) {
                     try await agent.status().peers.first?.state == "offline"
                 }
-                let reason = try await agent.status().peers.first?.reason ?? ""
-                XCTAssertTrue(reason.contains("\(other.ipv4):6984"), reason)
+                let status = try await agent.status()
+                let reason = status.peers.first?.reason ?? ""
+                XCTAssertTrue(reason.contains("\(other.ipv4):6984"), "\(status.peers)")
             }
             let noticed = ContinuousClock.now - cut
             try bed["b"].passPackets()

@@ -257,7 +257,9 @@ final class PeerLink: Sendable {
                 let url = try RemoteURL("https://\(address)/\(PathEncoding.segment(database))")
                 let remote = RemoteEndpoint(RemoteEndpoint.Configuration(
                     url: url, trust: .certificate(certificate), peerUUID: peer.uuid,
-                    connectTimeout: .seconds(5), clientIdentity: context.identity), logger: context.logger)
+                    // A peer on the LAN that says nothing for 30 s is gone (the feed's own watchdog is shorter).
+                    requestTimeout: .seconds(30), connectTimeout: .seconds(5), clientIdentity: context.identity),
+                    logger: context.logger)
                 var configuration = ReplicationConfiguration(source: remote, target: LocalEndpoint(try context.catalog.openOrCreate(database)))
                 configuration.continuous = true
                 configuration.filter = filter
