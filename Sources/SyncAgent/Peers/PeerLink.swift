@@ -51,8 +51,9 @@ final class PeerLink: Sendable {
     private enum Wake: Sendable {
         /// The address book changed: the peer may have moved.
         case addresses
-        /// A pull went offline, saying why: the address in use may be dead.
-        case offline(String)
+        /// A pull went offline, saying why; `answered`: the peer answered, with an HTTP error
+        /// (else no answer came: refused, reset, silent, so the address in use is taken for dead).
+        case offline(String, answered: Bool)
         /// A pull stopped because the peer refuses this node (401, 403), saying so.
         case refused(String)
         /// A pull caught up: the link works end to end.
@@ -178,9 +179,12 @@ final class PeerLink: Sendable {
                         await stopAll(quickly: true)
                         continue
                     }
-                case .offline(let why):
-                    // A pull lost its connection: keep the address if it still answers (the pulls retry).
-                    if case .failed = await probe([current]) {
+                case .offline(let why, let answered):
+                    // A pull failed. Without an answer (refused, reset, a silent feed) the address is taken
+                    // for dead; after an HTTP error it is kept if it still answers (the pulls retry).
+                    var dead = !answered
+                    if answered, case .failed = await probe([current]) { dead = true }
+                    if dead {
                         await stopAll(quickly: true)
                         failed(Self.place(why, at: current))
                         reason = await pause()
@@ -270,7 +274,9 @@ final class PeerLink: Sendable {
                     for await status in replicator.statusUpdates() where status.activity != last {
                         last = status.activity
                         switch status.activity {
-                        case .offline: wake?.yield(.offline(status.lastError?.reason ?? "the connection broke"))
+                        case .offline:
+                            let error = status.lastError
+                            wake?.yield(.offline(error?.reason ?? "the connection broke", answered: (error?.status ?? 0) != 0))
                         case .stopped:
                             if let error = status.lastError, error.isForbidden {
                                 wake?.yield(.refused("the peer refuses this node (\(error.status) \(error.error))"))
