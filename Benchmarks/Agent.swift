@@ -12,9 +12,11 @@ import TestBed
 /// - a peer's address change → its replication resumed, and documents read twice;
 /// - write on A → readable on B through B's API (a longpoll feed), p50/p99;
 /// - convergence of 3 × 1,000 concurrent writes through a hub with three peers;
-/// - that hub's CPU and RSS while idle (30 s).
+/// - that hub's CPU and RSS while idle (30 s);
+/// - a peer gone: stopped for 60 s, and cut off in silence for 30 s (also alone: `agent gone`).
 func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "burst" { return try await agentBurst(arguments: arguments) }
+    if arguments.first == "gone" { return try await runPeerGoneBenchmarks() }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []
@@ -127,6 +129,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
         figure("idle hub with 3 peers: CPU", (hub.cpuSeconds() - cpuBefore) / (now() - idleStart) * 100, "%", decimals: 2)
         figure("idle hub with 3 peers: RSS", Double(hub.residentKilobytes()) / 1024, "MB", decimals: 1)
     }
+    try await runPeerGoneBenchmarks()
 }
 
 /// `agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]`: two paired agents in the test
@@ -271,5 +274,63 @@ private final class BenchAgent: Sendable {
     func stop() {
         process.stop(grace: .seconds(10))
         try? client.syncShutdown()
+    }
+}
+
+/// A peer stopped for a minute: what its partner spends meanwhile (CPU, TCP connections
+/// opened) and how soon the peer's first document arrives once it returns; then a link
+/// cut in silence (every packet dropped) for 30 s: how soon each side says the other is
+/// offline, and how soon both have each other's writes once the link is back.
+func runPeerGoneBenchmarks() async throws {
+    try await TestBed.with(hosts: 2) { bed in
+        let folder = temporaryDirectory("agent-gone")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let a = try await BenchAgent.start(folder + "/a", on: bed["a"])
+        var b = try await BenchAgent.start(folder + "/b", on: bed["b"])
+        defer { a.stop(); b.stop() }
+        try b.pair(with: try a.invitation())
+        try await a.waitUntil { try await a.status().peers.first?.state == "online" }
+        try await b.waitUntil { try await b.status().peers.first?.state == "online" }
+
+        b.stop()
+        let (cpuBefore, connectionsBefore, stopped) = (a.cpuSeconds(), try bed["a"].tcpConnectionsOpened(), now())
+        try await a.waitUntil { try await a.status().peers.first?.state == "offline" }
+        let offline = now() - stopped
+        try await Task.sleep(for: .milliseconds(max(0, Int((60 - offline) * 1000))))
+        let cpu = (a.cpuSeconds() - cpuBefore) / (now() - stopped) * 100
+        let connections = try bed["a"].tcpConnectionsOpened() - connectionsBefore
+        b = try await BenchAgent.start(folder + "/b", on: bed["b"])
+        let returned = now()
+        _ = try await b.send(.PUT, "/syncd/after-return", body: "{}")
+        try await a.waitUntil { try await a.send(.GET, "/syncd/after-return").status == 200 }
+        let firstDocument = now() - returned
+        print("a peer stopped for 60 s, seen from its partner (2 hosts in the test bed)")
+        figure("stopped -> partner's status says offline", offline * 1000, "ms")
+        figure("partner's CPU over the minute (goal <= 1)", cpu, "%", decimals: 2)
+        figure("partner's TCP connects in that minute (goal <= 20)", Double(connections), "connections")
+        figure("peer back -> its first document on partner (goal <= 2000)", firstDocument * 1000, "ms")
+
+        try await a.waitUntil { try await a.status().peers.first?.state == "online" }
+        try await b.waitUntil { try await b.status().peers.first?.state == "online" }
+        try bed["b"].dropPackets()
+        let cut = now()
+        _ = try await a.send(.PUT, "/syncd/a-during-cut", body: "{}")
+        _ = try await b.send(.PUT, "/syncd/b-during-cut", body: "{}")
+        var noticed: [Double] = []
+        for agent in [a, b] {
+            // Not noticed within two minutes: printed as nan.
+            let seen = (try? await agent.waitUntil(timeout: 120) { try await agent.status().peers.first?.state == "offline" }) != nil
+            noticed.append(seen ? now() - cut : .nan)
+        }
+        try await Task.sleep(for: .milliseconds(max(0, Int((30 - (now() - cut)) * 1000))))
+        try bed["b"].passPackets()
+        let restored = now()
+        let onA = (try? await a.waitUntil(timeout: 120) { try await a.send(.GET, "/syncd/b-during-cut").status == 200 }) != nil
+        let onB = (try? await b.waitUntil(timeout: 120) { try await b.send(.GET, "/syncd/a-during-cut").status == 200 }) != nil
+        let converged = onA && onB
+        print("a link cut in silence for 30 s (every packet to and from B dropped)")
+        figure("cut -> A's status says B offline (goal <= 30000)", noticed[0] * 1000, "ms")
+        figure("cut -> B's status says A offline (goal <= 30000)", noticed[1] * 1000, "ms")
+        figure("link back -> both have each other's writes (goal <= 3000)", converged ? (now() - restored) * 1000 : .nan, "ms")
     }
 }

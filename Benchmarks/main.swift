@@ -33,7 +33,8 @@ default:
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
-                                                peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS
+                                                peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS,
+                                                a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
         """)

@@ -10,8 +10,9 @@ struct StatusCommand: AsyncParsableCommand {
         discussion: """
             Asks the agent through its control socket. Exit status: 0 when all is well, 1 when something \
             needs attention (listed under "Problems": a peer offline, a replication failed, discovery \
-            unavailable, a disk nearly full), 3 when no agent is running, 4 when the socket cannot be \
-            opened (not in the syncd group) or the answer cannot be read.
+            unavailable, a disk nearly full), 2 when PEER names no paired peer, 3 when no agent is \
+            running, 4 when the socket cannot be opened (not in the syncd group) or the answer cannot \
+            be read.
             """
     )
 
@@ -46,7 +47,13 @@ struct StatusCommand: AsyncParsableCommand {
             if case .noAgent = failure { throw ExitCode(3) }
             throw ExitCode(4)
         }
-        let (text, healthy) = try render(status)
+        let text: String, healthy: Bool
+        do {
+            (text, healthy) = try render(status)
+        } catch let unknown as UnknownPeer {
+            FileHandle.standardError.write(Data("\(unknown)\n".utf8))
+            throw ExitCode(2)
+        }
         FileHandle.standardOutput.write(Data(text.utf8))
         if !healthy { throw ExitCode(1) }
     }
@@ -56,7 +63,7 @@ struct StatusCommand: AsyncParsableCommand {
         var status = status
         if let peer {
             status.peers = status.peers.filter { $0.name == peer || $0.uuid == peer || $0.id.replacingOccurrences(of: "-", with: "").hasPrefix(peer.uppercased().replacingOccurrences(of: "-", with: "")) }
-            guard !status.peers.isEmpty else { throw ValidationError("no paired peer matches \(peer) (see syncd peers)") }
+            guard !status.peers.isEmpty else { throw UnknownPeer(name: peer) }
             let names = Set(status.peers.map(\.name))
             status.replications = status.replications.filter { names.contains($0.with) }
         }
@@ -65,6 +72,12 @@ struct StatusCommand: AsyncParsableCommand {
         }
         return (StatusText(status, detailed: peer != nil).text, status.problems.isEmpty)
     }
+}
+
+/// A `PEER` argument that names no paired peer.
+private struct UnknownPeer: Error, CustomStringConvertible {
+    let name: String
+    var description: String { "no paired peer matches \(name) (see syncd peers)" }
 }
 
 /// The status laid out for a terminal of 80 columns.
@@ -94,13 +107,12 @@ struct StatusText {
         for peer in status.peers {
             let short = String(peer.id.prefix(9))
             let seen = peer.lastSeen.map { "seen \(Self.age($0, now)) ago" } ?? "never seen"
-            let place = peer.address ?? peer.reason ?? ""
-            lines.append("  \(Self.pad(peer.name, 16)) \(short)  \(Self.pad(peer.state, 10)) \(Self.pad(place, 22)) \(seen)")
+            lines.append("  \(Self.pad(peer.name, 16)) \(short)  \(Self.pad(peer.state, 10)) \(Self.pad(peer.address ?? "", 22)) \(seen)")
+            if let reason = peer.reason { lines.append("    \(reason)") }
             if detailed {
                 lines.append("    ID \(peer.id)")
                 lines.append("    UUID \(peer.uuid), paired \(ISO8601DateFormatter().string(from: peer.pairedAt))")
                 lines.append("    shares \(peer.databases.joined(separator: ", "))")
-                if let reason = peer.reason { lines.append("    \(reason)") }
             }
         }
         lines.append("")
@@ -127,7 +139,35 @@ struct StatusText {
             lines.append("Problems (\(problems.count)):")
             for problem in problems { lines.append("  ! \(problem)") }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.flatMap(Self.fit).joined(separator: "\n") + "\n"
+    }
+
+    /// `line` broken at spaces into lines of at most 80 columns, each continuation
+    /// indented 4 more than the line; a word longer than that is cut.
+    static func fit(_ line: String) -> [String] {
+        let width = 80
+        guard line.count > width else { return [line] }
+        let lead = String(line.prefix { $0 == " " })
+        let indent = lead + "    "
+        var lines: [String] = []
+        var current = lead
+        var empty = true
+        for word in line.dropFirst(lead.count).split(separator: " ", omittingEmptySubsequences: false) {
+            let longer = empty ? current + word : current + " " + word
+            if longer.count <= width || empty {
+                current = longer
+            } else {
+                lines.append(current)
+                current = indent + word
+            }
+            empty = false
+            while current.count > width {
+                lines.append(String(current.prefix(width)))
+                current = indent + current.dropFirst(width)
+            }
+        }
+        lines.append(current)
+        return lines
     }
 
     static func pad(_ text: String, _ width: Int) -> String {

@@ -118,6 +118,11 @@ final class AgentMeshTests: XCTestCase {
             }
             XCTAssertEqual(status.peers.first?.address, "10.213.0.77:6984")
             XCTAssertEqual(status.replications.first?.docsRead, 300, "a document crossed twice (or was missed)")
+            // B's status names its new address, as `syncd id` does.
+            try await b.waitUntil("B's status shows its new URL", timeout: .seconds(10)) {
+                try await b.status().node.urls.contains("https://10.213.0.77:6984")
+            }
+            XCTAssertTrue(try b.syncd(["status"]).output.contains("  URL   https://10.213.0.77:6984\n"))
             // And B, whose own connections died with its old address, still receives.
             try await a.put("syncd", "after-move", ["ok": true])
             try await b.waitUntil("B receives from A after moving") { try await b.get("syncd", "after-move") != nil }
@@ -155,6 +160,7 @@ final class AgentMeshTests: XCTestCase {
             let shown = try a.syncd(["status"])
             XCTAssertEqual(shown.status, 1)
             XCTAssertTrue(shown.output.contains("! discovery is unavailable: "), shown.output)
+            for line in shown.output.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 80, "too wide: \(line)") }
             try await b.put("syncd", "without-avahi", [:])
             try await a.waitUntil("A still receives from B") { try await a.get("syncd", "without-avahi") != nil }
         }

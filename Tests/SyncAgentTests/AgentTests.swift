@@ -207,14 +207,20 @@ final class AgentTests: XCTestCase {
 
 /// A configured remote: any CouchDB-protocol server, replicated with both ways like a peer.
 final class AgentRemoteTests: XCTestCase {
+    /// A file (mode 0600) in `directory` holding the test server's admin `user:password`; its path.
+    static func adminCredentials(in directory: TemporaryDirectory) throws -> String {
+        let credentials = directory.path + "/couch.credentials"
+        try "\(TestListener.adminName):\(TestListener.adminPassword)\n".write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+        return credentials
+    }
+
     func testAConfiguredRemoteIsKeptTheSameBothWaysWithCredentialsFromAFile() async throws {
         let directory = try TemporaryDirectory(prefix: "remote")
         defer { directory.remove() }
         let server = try await TestListener.start()
         defer { Task { await server.stop() } }
-        let credentials = directory.path + "/couch.credentials"
-        try "\(TestListener.adminName):\(TestListener.adminPassword)\n".write(toFile: credentials, atomically: true, encoding: .utf8)
-        chmod(credentials, 0o600)
+        let credentials = try Self.adminCredentials(in: directory)
         let agent = try await AgentProcess.start(in: directory.path + "/a", configuration: AgentTests.configuration("""
             [[remote]]
             url = "\(server.anonymousURL)/hub"
@@ -233,5 +239,39 @@ final class AgentRemoteTests: XCTestCase {
         XCTAssertEqual(replications.map(\.with), ["\(server.anonymousURL)/hub", "\(server.anonymousURL)/hub"])
         XCTAssertFalse(agent.process.lines.joined().contains(TestListener.adminPassword), "a credential was printed")
         XCTAssertFalse(agent.process.errorText.contains(TestListener.adminPassword), "a credential was logged")
+    }
+
+    func testARemoteWhoseFilterChangesOnReloadIsRestartedWithIt() async throws {
+        let directory = try TemporaryDirectory(prefix: "remote")
+        defer { directory.remove() }
+        let server = try await TestListener.start()
+        defer { Task { await server.stop() } }
+        let credentials = try Self.adminCredentials(in: directory)
+        func configuration(_ ids: String) -> String {
+            AgentTests.configuration("""
+                [[database]]
+                name = "syncd"
+                push_filter = { doc_ids = [\(ids)] }
+                [[remote]]
+                url = "\(server.anonymousURL)/hub"
+                database = "syncd"
+                credentials_file = "\(credentials)"
+                """)
+        }
+        let agent = try await AgentProcess.start(in: directory.path + "/a", configuration: configuration(#""one""#))
+        defer { agent.stop() }
+        try await agent.put("syncd", "two", [:])
+        try await agent.put("syncd", "one", [:])
+        try await agent.waitUntil("the server has the document the filter lets through") {
+            try await HTTP.json(.GET, server.url + "/hub/one").status == 200
+        }
+        let before = try await HTTP.json(.GET, server.url + "/hub/two").status
+        XCTAssertEqual(before, 404)
+
+        try configuration(#""one", "two""#).write(toFile: agent.directory + "/syncd.toml", atomically: true, encoding: .utf8)
+        agent.process.signal(SIGHUP)
+        try await agent.waitUntil("the server has the document the new filter lets through") {
+            try await HTTP.json(.GET, server.url + "/hub/two").status == 200
+        }
     }
 }

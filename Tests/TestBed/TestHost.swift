@@ -14,6 +14,7 @@ public final class TestHost: Sendable {
     /// The host's directory on the real file system; its `run` is the host's /run.
     public let stateDirectory: String
     private let ipv6: Bool
+    private let bridgeNamespace: String
     private let holder: ChildProcess
     private let state: Mutex<State>
 
@@ -31,6 +32,7 @@ public final class TestHost: Sendable {
         self.hostName = "\(name)host"
         self.stateDirectory = stateDirectory
         self.ipv6 = ipv6
+        self.bridgeNamespace = bridgeNamespace
         let address = "10.213.0.\(10 + index)"
         state = Mutex(State(ipv4: address))
         for directory in ["run/dbus", "run/avahi-daemon"] {
@@ -114,6 +116,31 @@ public final class TestHost: Sendable {
     /// Restores the host's link (eth0 up).
     public func linkUp() throws {
         try TestBed.ip(namespace, "link", "set", "eth0", "up")
+    }
+
+    /// Cuts the host off in silence: every packet to or from it is dropped (a `blackhole`
+    /// queue on both ends of its link), while the link stays up and sends still succeed.
+    public func dropPackets() throws {
+        try runCommand(["/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "blackhole"])
+        try runCommand(["/usr/sbin/ip", "netns", "exec", bridgeNamespace, "/usr/sbin/tc", "qdisc", "add", "dev", "v\(name)", "root", "blackhole"])
+    }
+
+    /// Ends ``dropPackets()``.
+    public func passPackets() throws {
+        try runCommand(["/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/tc", "qdisc", "del", "dev", "eth0", "root"])
+        try runCommand(["/usr/sbin/ip", "netns", "exec", bridgeNamespace, "/usr/sbin/tc", "qdisc", "del", "dev", "v\(name)", "root"])
+    }
+
+    /// TCP connections the host has opened so far (the kernel's `ActiveOpens`: every
+    /// `connect` that sent a SYN, answered or not).
+    public func tcpConnectionsOpened() throws -> Int {
+        let snmp = try run(["/bin/cat", "/proc/net/snmp"]).output.split(separator: "\n").filter { $0.hasPrefix("Tcp:") }
+        guard snmp.count == 2 else { throw TestBedError.unsupported("no Tcp lines in /proc/net/snmp") }
+        let (names, values) = (snmp[0].split(separator: " "), snmp[1].split(separator: " "))
+        guard let index = names.firstIndex(of: "ActiveOpens"), let count = Int(values[index]) else {
+            throw TestBedError.unsupported("no ActiveOpens in /proc/net/snmp")
+        }
+        return count
     }
 
     /// Starts the host's D-Bus system bus and waits for its socket.

@@ -34,7 +34,8 @@ public final class Agent: Service, Sendable {
         var configuration: AgentConfiguration
         var links: [String: (link: PeerLink, task: Task<Void, Never>)] = [:]
         var remotes: [AgentConfiguration.RemoteDatabase: RemoteLink] = [:]
-        var urls: [String] = []
+        /// Where the listener is bound; its URLs follow this node's addresses.
+        var listener: ListenerRecord?
         var advertiser: Advertiser?
         var browser: Browser?
         var discovery = AgentStatus.Discovery(state: "starting", reason: nil)
@@ -72,7 +73,7 @@ public final class Agent: Service, Sendable {
     /// ``run()``, telling `onListening` the listener's URLs once bound.
     public func run(onListening: @escaping @Sendable ([String]) async -> Void) async throws {
         let listener = try node.service { [self] record in
-            state.withLock { $0.urls = record.urls }
+            state.withLock { $0.listener = record }
             let shared = configuration.databases.map(\.name).joined(separator: ", ")
             logger.notice("agent started: listening on \(record.urls.joined(separator: " ")), sharing \(shared)")
             startDiscovery(port: record.port)
@@ -135,7 +136,7 @@ public final class Agent: Service, Sendable {
 
     /// What the agent is doing now.
     public func status() -> AgentStatus {
-        let snapshot = state.withLock { ($0.configuration, $0.urls, $0.discovery, $0.links.mapValues(\.link), $0.remotes) }
+        let snapshot = state.withLock { ($0.configuration, $0.listener?.urls ?? [], $0.discovery, $0.links.mapValues(\.link), $0.remotes) }
         let (configuration, urls, discovery, links, remotes) = snapshot
         let identity = node.listener.identity
         let paired = (try? node.listener.peers.all()) ?? []
@@ -188,7 +189,12 @@ public final class Agent: Service, Sendable {
     private func reconcileRemotes(_ configuration: AgentConfiguration) {
         let wanted = Set(configuration.remotes)
         let (stale, missing): ([RemoteLink], [AgentConfiguration.RemoteDatabase]) = state.withLock { state in
-            let stale = state.remotes.filter { !wanted.contains($0.key) }
+            // Gone from the configuration, or its database's filters changed: stopped (and the latter started again).
+            let stale = state.remotes.filter { remote, link in
+                let filters = configuration.database(remote.database)
+                return !wanted.contains(remote) || link.pull.configuration.filter != filters?.pullFilter
+                    || link.push.configuration.filter != filters?.pushFilter
+            }
             for key in stale.keys { state.remotes.removeValue(forKey: key) }
             return (Array(stale.values), wanted.filter { state.remotes[$0] == nil })
         }
@@ -232,7 +238,9 @@ public final class Agent: Service, Sendable {
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []
             for (uuid, entry) in state.links {
-                guard let (peer, filters) = wanted[uuid], peer.id == entry.link.peer.id else {
+                // Revoked, or paired anew (maybe after a revocation): a new link starts at once.
+                guard let (peer, filters) = wanted[uuid], peer.id == entry.link.peer.id,
+                      peer.pairedAt == entry.link.peer.pairedAt else {
                     stopped.append(entry.task)
                     state.links.removeValue(forKey: uuid)
                     continue

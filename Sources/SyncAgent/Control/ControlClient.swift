@@ -56,7 +56,12 @@ public struct ControlClient: Sendable {
 
     /// Sends `method path` to the agent's CouchDB API and returns the status and body.
     public func request(_ method: HTTPMethod, _ path: String) async throws -> (status: Int, body: ByteBuffer) {
-        guard agentExists else { throw Failure.noAgent(socketPath) }
+        // A directory this user may not search hides the socket: that is a permission failure too.
+        var info = stat()
+        guard stat(socketPath, &info) == 0 else {
+            throw errno == EACCES ? Failure.notPermitted(socketPath) : Failure.noAgent(socketPath)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw Failure.noAgent(socketPath) }
         guard access(socketPath, R_OK | W_OK) == 0 else { throw Failure.notPermitted(socketPath) }
         do {
             var request = HTTPClientRequest(url: baseURL + path)

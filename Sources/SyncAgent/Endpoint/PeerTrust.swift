@@ -68,6 +68,7 @@ public enum PeerTrust: Sendable {
             throw error
         } catch {
             promise.succeed(.nothing)
+            if let failure = ConnectionFailure.describe(error) { throw .cannotConnect(endpoint, failure) }
             throw .unreachable(endpoint, "TLS connection failed: \(error)")
         }
     }

@@ -51,10 +51,15 @@ final class PeerLink: Sendable {
     private enum Wake: Sendable {
         /// The address book changed: the peer may have moved.
         case addresses
-        /// A pull went offline: the address in use may be dead.
-        case offline
-        /// A pause after failing to reach the peer ended.
-        case retry
+        /// A pull went offline, saying why; `answered`: the peer answered, with an HTTP error
+        /// (else no answer came: refused, reset, silent, so the address in use is taken for dead).
+        case offline(String, answered: Bool)
+        /// A pull stopped because the peer refuses this node (401, 403), saying so.
+        case refused(String)
+        /// A pull caught up: the link works end to end.
+        case caughtUp
+        /// The pause numbered so, after failing to reach the peer, ended.
+        case retry(Int)
     }
 
     /// One database pulled from the peer.
@@ -121,6 +126,10 @@ final class PeerLink: Sendable {
     }
 
     /// Keeps the databases in sync until cancelled; stops the replications (they checkpoint) before returning.
+    ///
+    /// Every failure (no answer, refused, reset, a TLS or HTTP error, the peer refusing this
+    /// node) makes the link wait longer before it tries again, with jitter, up to a minute;
+    /// a pull catching up resets the wait, and a change of the peer's addresses ends it at once.
     func run() async {
         let wakes = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .bufferingNewest(8))
         state.withLock { $0.wake = wakes.continuation }
@@ -130,8 +139,32 @@ final class PeerLink: Sendable {
         }
         defer { watch.cancel() }
         var failures = 0
+        // Refusals are not forgiven by another pull catching up, so a peer refusing one database
+        // does not make the link reconnect every second; pairing anew starts a new link.
+        var refusals = 0
+        var pauses = 0
         var iterator = wakes.stream.makeAsyncIterator()
         var reason = Wake.addresses
+        /// Waits after a failure until the pause ends or the peer's addresses change.
+        func pause() async -> Wake {
+            failures += 1
+            pauses += 1
+            let number = pauses
+            let delay = Self.retry.delay(afterFailures: max(failures, refusals)) * Double.random(in: 0.5...1)
+            let timer = Task {
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                wakes.continuation.yield(.retry(number))
+            }
+            defer { timer.cancel() }
+            while let wake = await iterator.next() {
+                switch wake {
+                case .addresses: return wake
+                case .retry(number): return wake
+                default: continue  // from pulls already stopped, or an earlier pause
+                }
+            }
+            return .retry(number)
+        }
         while !Task.isCancelled {
             let candidates = context.addresses.candidates(for: uuid).map { $0.address }
             if let current = state.withLock({ $0.reached?.address }) {
@@ -139,51 +172,73 @@ final class PeerLink: Sendable {
                 case .addresses:
                     // Every candidate is tried at once; the first to show the peer's certificate wins, so a
                     // dead address loses to a live one without waiting for its timeout.
-                    if let (address, certificate) = await reachable(among: candidates), address != current {
+                    if case .reached(let address, let certificate) = await probe(candidates), address != current {
                         await stopAll(quickly: true)
                         connected(at: address, certificate: certificate)
                     } else if !candidates.contains(current) {
                         await stopAll(quickly: true)
                         continue
                     }
-                case .offline:
-                    // A pull lost its connection: keep the address if it still answers (the pulls retry).
-                    if await reachable(among: [current]) == nil {
+                case .offline(let why, let answered):
+                    // A pull failed. Without an answer (refused, reset, a silent feed) the address is taken
+                    // for dead; after an HTTP error it is kept if it still answers (the pulls retry).
+                    var dead = !answered
+                    if answered, case .failed = await probe([current]) { dead = true }
+                    if dead {
                         await stopAll(quickly: true)
+                        failed(Self.place(why, at: current))
+                        reason = await pause()
                         continue
                     }
+                case .refused(let why):
+                    refusals += 1
+                    await stopAll(quickly: true)
+                    failed(Self.place(why, at: current))
+                    reason = await pause()
+                    continue
+                case .caughtUp:
+                    failures = 0
                 case .retry:
                     break
                 }
-                failures = 0
-                reason = await iterator.next() ?? .retry
+                reason = await iterator.next() ?? .retry(0)
                 continue
             }
             guard !candidates.isEmpty else {
-                set(.offline, reason: "no address known (not seen on the LAN, none configured)")
-                reason = await iterator.next() ?? .retry
+                failed("no address known (not seen on the LAN, none configured)")
+                reason = await iterator.next() ?? .retry(0)
                 continue
             }
-            set(.connecting, reason: nil)
-            guard let (address, certificate) = await reachable(among: candidates) else {
-                failures += 1
-                set(.offline, reason: "not answering at \(candidates.joined(separator: ", "))")
-                // Tried again when the address book changes, or after a growing pause.
-                let pause = RetryPolicy(initialDelay: .seconds(2), maximumDelay: .seconds(30)).delay(afterFailures: failures)
-                let timer = Task { [wakes] in
-                    try? await Task.sleep(for: pause)
-                    wakes.continuation.yield(.retry)
-                }
-                reason = await iterator.next() ?? .retry
-                timer.cancel()
-                continue
+            if connection.state != .offline { set(.connecting, reason: nil) }
+            switch await probe(candidates) {
+            case .reached(let address, let certificate):
+                connected(at: address, certificate: certificate)
+                reason = await iterator.next() ?? .retry(0)
+            case .failed(let why):
+                failed(why)
+                reason = await pause()
             }
-            failures = 0
-            connected(at: address, certificate: certificate)
-            reason = await iterator.next() ?? .retry
         }
         await stopAll(quickly: false)
         set(.offline, reason: "stopped")
+    }
+
+    /// How long the link waits after failures in a row, before jitter halves it at most.
+    static let retry = RetryPolicy(initialDelay: .milliseconds(800), maximumDelay: .seconds(60))
+
+    /// `why`, naming the address unless it does already.
+    private static func place(_ why: String, at address: String) -> String {
+        why.contains(address) ? why : "\(why) at \(address)"
+    }
+
+    /// Marks the peer offline for `reason`, logging it when the reason is new.
+    private func failed(_ reason: String) {
+        let changed = state.withLock { state in
+            defer { state.reason = reason }
+            return state.state != .offline || state.reason != reason
+        }
+        set(.offline, reason: reason)
+        if changed { context.logger.warning("peer \(peer.name) is offline: \(reason)") }
     }
 
     /// Records that the peer answers at `address` and starts the pulls there.
@@ -206,14 +261,30 @@ final class PeerLink: Sendable {
                 let url = try RemoteURL("https://\(address)/\(PathEncoding.segment(database))")
                 let remote = RemoteEndpoint(RemoteEndpoint.Configuration(
                     url: url, trust: .certificate(certificate), peerUUID: peer.uuid,
-                    connectTimeout: .seconds(5), clientIdentity: context.identity), logger: context.logger)
+                    // A peer on the LAN that says nothing for 30 s is gone (the feed's own watchdog is shorter).
+                    requestTimeout: .seconds(30), connectTimeout: .seconds(5), clientIdentity: context.identity),
+                    logger: context.logger)
                 var configuration = ReplicationConfiguration(source: remote, target: LocalEndpoint(try context.catalog.openOrCreate(database)))
                 configuration.continuous = true
                 configuration.filter = filter
-                configuration.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
+                configuration.retry = Self.retry
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task {
-                    for await status in replicator.statusUpdates() where status.activity == .offline { wake?.yield(.offline) }
+                    var last = ReplicationActivity.stopped
+                    for await status in replicator.statusUpdates() where status.activity != last {
+                        last = status.activity
+                        switch status.activity {
+                        case .offline:
+                            let error = status.lastError
+                            wake?.yield(.offline(error?.reason ?? "the connection broke", answered: (error?.status ?? 0) != 0))
+                        case .stopped:
+                            if let error = status.lastError, error.isForbidden {
+                                wake?.yield(.refused("the peer refuses this node (\(error.status) \(error.error))"))
+                            }
+                        case .idle: wake?.yield(.caughtUp)
+                        case .active: break
+                        }
+                    }
                 }
                 let added = state.withLock { state in
                     guard state.pulls[database] == nil, state.databases[database] != nil else { return false }
@@ -278,27 +349,44 @@ final class PeerLink: Sendable {
         }
     }
 
+    /// What trying a peer's addresses found.
+    private enum Probe {
+        /// The peer answers at this address with this certificate.
+        case reached(String, NIOSSLCertificate)
+        /// No address answered with the peer's certificate; why, per address.
+        case failed(String)
+    }
+
     /// The first of `candidates` where a TLS handshake shows the peer's certificate
-    /// (all are tried at once; each gets a few seconds), with that certificate.
-    private func reachable(among candidates: [String]) async -> (String, NIOSSLCertificate)? {
-        let (results, continuation) = AsyncStream.makeStream(of: (String, NIOSSLCertificate)?.self)
+    /// (all are tried at once; each gets a few seconds), with that certificate; or why none did.
+    private func probe(_ candidates: [String]) async -> Probe {
+        let (results, continuation) = AsyncStream.makeStream(of: Result<(String, NIOSSLCertificate), EndpointError>.self)
         let expected = peer.id.fingerprint
         var probes: [Task<Void, Never>] = []
         for candidate in candidates {
-            guard let (host, port) = HostPort.split(candidate) else { continuation.yield(nil); continue }
+            guard let (host, port) = HostPort.split(candidate) else {
+                continuation.yield(.failure(.cannotConnect(candidate, "not an address")))
+                continue
+            }
             probes.append(Task {
-                let certificate = try? await PeerTrust.fetchCertificate(host: host, port: port, expected: expected, endpoint: candidate,
-                                                                        deadline: .seconds(3))
-                continuation.yield(certificate.map { (candidate, $0) })
+                do throws(EndpointError) {
+                    let certificate = try await PeerTrust.fetchCertificate(host: host, port: port, expected: expected, endpoint: candidate,
+                                                                            deadline: .seconds(3))
+                    continuation.yield(.success((candidate, certificate)))
+                } catch {
+                    continuation.yield(.failure(error))
+                }
             })
         }
         defer { for probe in probes { probe.cancel() } }
-        var answered = 0
+        var failures: [String] = []
         for await result in results {
-            if let result { return result }
-            answered += 1
-            if answered == candidates.count { break }
+            switch result {
+            case .success(let (address, certificate)): return .reached(address, certificate)
+            case .failure(let error): failures.append(Self.place(error.reason, at: error.endpoint))
+            }
+            if failures.count == candidates.count { break }
         }
-        return nil
+        return .failed(failures.joined(separator: "; "))
     }
 }

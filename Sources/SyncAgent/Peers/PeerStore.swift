@@ -46,18 +46,19 @@ public final class PeerStore: Sendable {
     }
 
     /// Records a pairing. Pairing again with the same ID adds the databases it
-    /// shares; a UUID already paired under another ID is refused, since a
+    /// shares and dates the pairing anew (the agent restarts its replications); a UUID already paired under another ID is refused, since a
     /// certificate names whatever UUID its maker chose: once paired, a UUID
     /// belongs to that ID.
     public func add(_ peer: PairedPeer) throws {
         try file.update { file in
             var peer = peer
+            // To the second, as the file keeps it: the agent tells a new pairing by its date.
+            peer.pairedAt = Date(timeIntervalSince1970: peer.pairedAt.timeIntervalSince1970.rounded(.down))
             if let taken = file.peers.first(where: { $0.uuid == peer.uuid && $0.id != peer.id }) {
                 throw PairingError.invitationRefused("node UUID \(peer.uuid) is already paired with ID \(taken.id.short)")
             }
             if let old = file.peers.first(where: { $0.id == peer.id }) {
                 peer.databases = Array(Set(old.databases + peer.databases)).sorted()
-                peer.pairedAt = old.pairedAt
             }
             file.peers.removeAll { $0.id == peer.id }
             file.peers.append(peer)
