@@ -75,6 +75,7 @@ final class ListenerDeadlineTests: XCTestCase {
 
         // Users get in, each displacing the oldest stranger, and then fill the slots of clients that are not peers.
         let first = try PeerClient(to: a), second = try PeerClient(to: a), third = try PeerClient(to: a)
+        addTeardownBlock { for client in [first, second, third] { await client.shutdown() } }
         try await assertEqual(try await HTTP.json(.GET, a.url + "/", client: first.client).status, 200)
         try await assertEqual(try await HTTP.json(.GET, a.url + "/", client: second.client).status, 200)
         try await assertEqual(try await HTTP.json(.GET, a.url + "/", client: third.client).status, 503)
@@ -87,7 +88,6 @@ final class ListenerDeadlineTests: XCTestCase {
         await fromA.shutdown()
         XCTAssertNil(pulled.lastError)
         XCTAssertEqual(pulled.docsWritten, 30)
-        for client in [first, second, third] { await client.shutdown() }
         for connection in flood { connection.close() }
     }
 
