@@ -6,7 +6,7 @@ import Store
 import SyncAgent
 
 /// A hostile neighbour against `syncd serve --tls` (`syncd-bench listener-flood
-/// [--connections 1000] [--addresses 10] [--seconds 60]`): `--connections` TCP
+/// [--connections 1000] [--addresses 10] [--seconds 60] [--max-pending N]`): `--connections` TCP
 /// connections from 127.0.0.2… (`--addresses` of them), each sending one byte
 /// of a TLS record and one more every 5 s, never finishing a handshake, and
 /// opened again whenever the listener closes them. Printed, without the flood and
@@ -18,6 +18,7 @@ func runListenerFloodBenchmark(arguments: [String]) async throws {
     let connections = option("connections", in: arguments, default: 1000)
     let addresses = option("addresses", in: arguments, default: 10)
     let seconds = option("seconds", in: arguments, default: 60)
+    let pending = option("max-pending", in: arguments, default: ListenerConfiguration().maximumPendingConnections)
     let folder = temporaryDirectory("listener-flood")
     defer { try? FileManager.default.removeItem(atPath: folder) }
 
@@ -29,11 +30,11 @@ func runListenerFloodBenchmark(arguments: [String]) async throws {
     listenerCatalog.close()
     try PeerStore(directory: folder + "/a").add(PairedPeer(uuid: peerIdentity.uuid, id: peerIdentity.id, name: "peer",
                                                            addresses: [], databases: ["notes"]))
-    let server = try BenchProcess.serve(data: folder + "/a", arguments: ["--tls"])
+    let server = try BenchProcess.serve(data: folder + "/a", arguments: ["--tls", "--max-pending-connections", String(pending)])
     defer { server.stop() }
     let port = Int(server.url.split(separator: ":").last ?? "") ?? 0
     let base = "https://127.0.0.1:\(port)"
-    print("listener flood: syncd serve --tls; \(connections) connections from \(addresses) addresses trickling a byte every 5 s, \(seconds) s")
+    print("listener flood: syncd serve --tls --max-pending-connections \(pending); \(connections) connections from \(addresses) addresses trickling a byte every 5 s, \(seconds) s")
 
     var tls = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: listenerIdentity.certificateDER, format: .der))
     tls.certificateVerification = .noHostnameVerification

@@ -30,7 +30,7 @@ default:
                                                 peak RSS of a pull of documents with large attachments
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench listener-memory [--databases 10] [--docs 100000] [--idle 5]   serve's RSS as databases are written, and once idle
-               syncd-bench listener-flood [--connections 1000] [--addresses 10] [--seconds 60]
+               syncd-bench listener-flood [--connections 1000] [--addresses 10] [--seconds 60] [--max-pending N]
                                                 strangers' stalled TLS handshakes vs a user's GET / and a peer's replication
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)

@@ -138,6 +138,7 @@ public final class Listener: Sendable {
 
     /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
+        _ = Self.descriptorsRaised
         let responder = ListenerResponder(listener: self)
         let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: peers,
                                       handshakeTimeout: TimeAmount(configuration.handshakeTimeout),
@@ -169,6 +170,17 @@ public final class Listener: Sendable {
 }
 
 extension Listener {
+    /// The process may open at least 8,192 descriptors where its hard limit allows
+    /// (a shell's soft limit is often 1,024): room for the pending and the strangers'
+    /// budgets with paired peers, the control socket and the databases beside them.
+    private static let descriptorsRaised: Void = {
+        var limit = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < 8192 else { return }
+        limit.rlim_cur = min(limit.rlim_max, 8192)
+        _ = setrlimit(resource, &limit)
+    }()
+
     /// The same API on a Unix socket at `path` (mode 0660: the owner and its
     /// group), where every request is the data directory's owner: how other
     /// `syncd` commands work through a running agent (`syncd status`,

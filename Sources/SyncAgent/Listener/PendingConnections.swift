@@ -4,12 +4,20 @@ import NIOSSL
 
 /// The connections that have not yet sent a complete request head (their TLS
 /// handshake may not be done either), at most ``maximum``: one more displaces
-/// the oldest, so strangers who open connections and stall cannot keep a new
-/// client out; they can only make each other's stalls shorter.
+/// the oldest from the most crowded address, so strangers who open connections
+/// and stall cannot keep a new client out; they mostly cut their own stalls short.
 final class PendingConnections: Sendable {
     private struct State {
         var next: UInt64 = 0
-        var entries: [ObjectIdentifier: (order: UInt64, channel: any Channel)] = [:]
+        var entries: [ObjectIdentifier: (order: UInt64, address: String, channel: any Channel)] = [:]
+        var byAddress: [String: Int] = [:]
+
+        mutating func remove(_ key: ObjectIdentifier) -> (any Channel)? {
+            guard let entry = entries.removeValue(forKey: key) else { return nil }
+            let left = byAddress[entry.address, default: 1] - 1
+            byAddress[entry.address] = left > 0 ? left : nil
+            return entry.channel
+        }
     }
     private let state = Locked(State())
     /// The most pending connections kept at once.
@@ -19,14 +27,19 @@ final class PendingConnections: Sendable {
         self.maximum = maximum
     }
 
-    /// Adds `channel`; returns the oldest pending connection it displaces, if the pool was full.
+    /// Adds `channel`; when the pool is full, returns the connection it displaces: the
+    /// oldest from the address with the most pending connections, so that a crowd
+    /// from a few addresses pushes out its own before anyone else's.
     func add(_ channel: any Channel) -> (any Channel)? {
-        state.withLock { state in
+        let address = channel.remoteAddress?.ipAddress ?? "unknown"
+        return state.withLock { state in
             var displaced: (any Channel)?
-            if state.entries.count >= maximum, let oldest = state.entries.min(by: { $0.value.order < $1.value.order })?.key {
-                displaced = state.entries.removeValue(forKey: oldest)?.channel
+            if state.entries.count >= maximum, let crowded = state.byAddress.max(by: { $0.value < $1.value })?.key,
+               let oldest = state.entries.lazy.filter({ $0.value.address == crowded }).min(by: { $0.value.order < $1.value.order })?.key {
+                displaced = state.remove(oldest)
             }
-            state.entries[ObjectIdentifier(channel)] = (state.next, channel)
+            state.entries[ObjectIdentifier(channel)] = (state.next, address, channel)
+            state.byAddress[address, default: 0] += 1
             state.next += 1
             return displaced
         }
@@ -35,7 +48,7 @@ final class PendingConnections: Sendable {
     /// Removes `channel` (it sent its request head, or it closed); returns whether it was pending.
     @discardableResult
     func remove(_ channel: any Channel) -> Bool {
-        state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(channel)) != nil }
+        state.withLock { $0.remove(ObjectIdentifier(channel)) != nil }
     }
 
     /// Pending connections now.
