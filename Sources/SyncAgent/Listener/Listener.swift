@@ -29,8 +29,10 @@ public struct ListenerConfiguration: Sendable {
     /// it is open), to send its first complete request head; it is closed beyond.
     public var requestHeadTimeout: Duration = .seconds(5)
     /// The most connections open at once that have not sent a request yet; one
-    /// more closes the oldest of them rather than being refused.
-    public var maximumPendingConnections = 256
+    /// more closes the oldest of them from the most crowded address rather than
+    /// being refused. Below what a flood holds, every new connection closes one
+    /// and the flood reconnects at once: that churn is what costs the CPU.
+    public var maximumPendingConnections = 1_024
     /// How long a connection with no request in flight stays open waiting for the
     /// next one. A request being answered (a long-lived feed) is never cut by it.
     public var idleTimeout: Duration = .seconds(90)
