@@ -12,6 +12,8 @@ case "pairing":
     try await runPairingBenchmarks(arguments: Array(arguments.dropFirst()))
 case "listener-memory":
     try await runListenerMemoryBenchmark(arguments: Array(arguments.dropFirst()))
+case "listener-flood":
+    try await runListenerFloodBenchmark(arguments: Array(arguments.dropFirst()))
 case "conflicts":
     try await runConflictBenchmarks(arguments: Array(arguments.dropFirst()))
 case "discovery":
@@ -30,6 +32,8 @@ default:
                                                 syncd replicate URL URL between two syncd serve; an older build alternating
                syncd-bench pairing [--runs N] [--docs N]       pairing time; replication over mutual TLS vs plain HTTP
                syncd-bench listener-memory [--databases 10] [--docs 100000] [--idle 5]   serve's RSS as databases are written, and once idle
+               syncd-bench listener-flood [--connections 1000] [--addresses 10] [--seconds 60] [--max-pending N]
+                                                strangers' stalled TLS handshakes vs a user's GET / and a peer's replication
                syncd-bench conflicts [--leaves N] [--body BYTES]   many conflicting leaves of one document: writes, reads, open_revs
                syncd-bench discovery            advertise-to-appeared and address-change-to-changed times (root: network namespaces)
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a

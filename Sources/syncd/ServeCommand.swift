@@ -38,6 +38,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections-per-client"), help: "Most connections open at once from one address (429 beyond).")
     var maximumConnectionsPerClient = ListenerConfiguration().maximumConnectionsPerClient
 
+    @Option(name: .customLong("max-pending-connections"), help: "Most connections open at once that have sent no request (the oldest is closed beyond).")
+    var maximumPendingConnections = ListenerConfiguration().maximumPendingConnections
+
+    @Option(name: .customLong("handshake-timeout"), help: "Seconds a connection has to finish its TLS handshake.")
+    var handshakeTimeout = Int(ListenerConfiguration().handshakeTimeout.components.seconds)
+
+    @Option(name: .customLong("request-head-timeout"), help: "Seconds a connection then has to send its first request head.")
+    var requestHeadTimeout = Int(ListenerConfiguration().requestHeadTimeout.components.seconds)
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no request in flight stays open.")
+    var idleTimeout = Int(ListenerConfiguration().idleTimeout.components.seconds)
+
     @Option(name: .customLong("database-idle-time"), help: "Seconds a database goes unused before its caches are released.")
     var databaseIdleTime = 60
 
@@ -48,7 +60,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        guard maximumConnections > 0, maximumConnectionsPerClient > 0 else { throw ValidationError("connection limits must be positive") }
+        guard maximumConnections > 0, maximumConnectionsPerClient > 0, maximumPendingConnections > 0 else {
+            throw ValidationError("connection limits must be positive")
+        }
+        guard handshakeTimeout > 0, requestHeadTimeout > 0, idleTimeout > 0 else { throw ValidationError("timeouts must be positive") }
         guard databaseIdleTime >= 0 else { throw ValidationError("--database-idle-time must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
@@ -64,6 +79,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maximumRequestSize = maximumRequestSize
         configuration.maximumConnections = maximumConnections
         configuration.maximumConnectionsPerClient = maximumConnectionsPerClient
+        configuration.maximumPendingConnections = maximumPendingConnections
+        configuration.handshakeTimeout = .seconds(handshakeTimeout)
+        configuration.requestHeadTimeout = .seconds(requestHeadTimeout)
+        configuration.idleTimeout = .seconds(idleTimeout)
         configuration.databaseIdleTime = .seconds(databaseIdleTime)
         let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
         defer { node.close() }

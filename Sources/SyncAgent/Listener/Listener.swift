@@ -23,9 +23,23 @@ public struct ListenerConfiguration: Sendable {
     public var maximumRequestSize = 64 << 20
     /// The largest attachment accepted, in bytes (413 beyond).
     public var maximumAttachmentSize = 1 << 32
-    /// The most connections open at once (503 beyond).
+    /// How long a new connection has to finish its TLS handshake; it is closed beyond.
+    public var handshakeTimeout: Duration = .seconds(5)
+    /// How long a connection has, once its handshake is done (over plain HTTP, once
+    /// it is open), to send its first complete request head; it is closed beyond.
+    public var requestHeadTimeout: Duration = .seconds(5)
+    /// The most connections open at once that have not sent a request yet; one
+    /// more closes the oldest of them from the most crowded address rather than
+    /// being refused. Below what a flood holds, every new connection closes one
+    /// and the flood reconnects at once: that churn is what costs the CPU.
+    public var maximumPendingConnections = 1_024
+    /// How long a connection with no request in flight stays open waiting for the
+    /// next one. A request being answered (a long-lived feed) is never cut by it.
+    public var idleTimeout: Duration = .seconds(90)
+    /// The most connections that have sent a request, open at once, from clients
+    /// other than paired peers (503 beyond; paired peers are never refused for them).
     public var maximumConnections = 1_000
-    /// The most connections open at once from one client address (429 beyond).
+    /// The most such connections open at once from one client address (429 beyond).
     public var maximumConnectionsPerClient = 100
     /// The most waiting change feeds (longpoll, continuous, eventsource) one
     /// client address may hold open at once (429 beyond).
@@ -80,8 +94,12 @@ public final class Listener: Sendable {
     public let activeTasks: ActiveTasks
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
-    /// The open connections, in all and per client address.
+    /// The open connections of clients other than paired peers that sent a request, in all and per client address.
     let connectionSlots: ClientSlots
+    /// The connections that have not sent a request yet.
+    let pendingConnections: PendingConnections
+    /// Connections closed or refused by the deadlines and budgets.
+    let connectionCuts: ConnectionCuts
     let sessions: SessionCookies
     let connections = Connections()
     /// Failed logins per client address.
@@ -106,6 +124,8 @@ public final class Listener: Sendable {
         self.feeds = ClientSlots(maximumPerClient: configuration.maximumFeedsPerClient)
         self.connectionSlots = ClientSlots(maximum: configuration.maximumConnections,
                                            maximumPerClient: configuration.maximumConnectionsPerClient)
+        self.pendingConnections = PendingConnections(maximum: configuration.maximumPendingConnections)
+        self.connectionCuts = ConnectionCuts(logger: logger)
         self.logger = logger
     }
 
@@ -120,12 +140,13 @@ public final class Listener: Sendable {
 
     /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
+        _ = Self.descriptorsRaised
         let responder = ListenerResponder(listener: self)
-        // Connections that send and receive nothing for this long are closed, so a
-        // vanished client holds nothing (feeds send heartbeats or end sooner).
-        let slots = connectionSlots
+        let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: peers,
+                                      handshakeTimeout: TimeAmount(configuration.handshakeTimeout),
+                                      requestHeadTimeout: TimeAmount(configuration.requestHeadTimeout), cuts: connectionCuts)
         let http1 = HTTPServerBuilder.http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionLimitHandler(connections: slots)], idleTimeout: .seconds(300)))
+            additionalChannelHandlers: [ConnectionLimitHandler(limits: limits)], idleTimeout: TimeAmount(configuration.idleTimeout)))
         let server: HTTPServerBuilder
         if configuration.tls {
             server = try .tls(http1, configuration: TLSChannelConfiguration(
@@ -151,6 +172,17 @@ public final class Listener: Sendable {
 }
 
 extension Listener {
+    /// The process may open at least 8,192 descriptors where its hard limit allows
+    /// (a shell's soft limit is often 1,024): room for the pending and the strangers'
+    /// budgets with paired peers, the control socket and the databases beside them.
+    private static let descriptorsRaised: Void = {
+        var limit = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < 8192 else { return }
+        limit.rlim_cur = min(limit.rlim_max, 8192)
+        _ = setrlimit(resource, &limit)
+    }()
+
     /// The same API on a Unix socket at `path` (mode 0660: the owner and its
     /// group), where every request is the data directory's owner: how other
     /// `syncd` commands work through a running agent (`syncd status`,
@@ -160,7 +192,7 @@ extension Listener {
         let logger = logger
         return Application(
             responder: ListenerResponder(listener: self),
-            server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(300))),
+            server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout))),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "syncd"),
             onServerRunning: { _ in
                 if chmod(path, 0o660) != 0 { logger.error("cannot restrict the control socket \(path): errno \(errno)") }
@@ -171,7 +203,8 @@ extension Listener {
 }
 
 /// The HTTP server and, beside it, the watch that closes revoked peers'
-/// connections and releases the memory of databases gone idle.
+/// connections, releases the memory of databases gone idle and logs the
+/// connections cut.
 struct ListenerService<Server: Service>: Service {
     let listener: Listener
     let server: Server
@@ -185,6 +218,7 @@ struct ListenerService<Server: Service>: Service {
                     try? await Task.sleep(for: .seconds(1))
                     listener.closeRevokedConnections()
                     listener.catalog.releaseIdle(after: listener.configuration.databaseIdleTime)
+                    listener.connectionCuts.report()
                 }
             }
             try await group.next()

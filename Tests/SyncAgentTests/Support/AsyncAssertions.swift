@@ -35,3 +35,18 @@ func assertTrue(
     let value = try await expression()
     XCTAssertTrue(value, message(), file: file, line: line)
 }
+
+/// Waits until `condition` holds, checking every 50 ms; fails the test and throws after `timeout`.
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            XCTFail("\(what): not within \(timeout)", file: file, line: line)
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}

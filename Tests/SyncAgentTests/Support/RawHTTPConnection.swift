@@ -8,6 +8,8 @@ final class RawHTTPConnection {
     private let authorization: String
     /// Everything received so far.
     private(set) var received: [UInt8] = []
+    /// Whether the server closed the connection (a read found its end, or a reset).
+    private(set) var closedByServer = false
 
     /// Connects to `url`'s host (an IPv4 address) and port, from the loopback
     /// address `source` (such as `127.0.0.2`) when given.
@@ -69,10 +71,19 @@ final class RawHTTPConnection {
             guard poll(&descriptor, 1, max(1, milliseconds)) > 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 65536)
             let count = recv(socket, &buffer, buffer.count, 0)
-            guard count > 0 else { return condition(String(decoding: received, as: UTF8.self)) }
+            guard count > 0 else {
+                closedByServer = true
+                return condition(String(decoding: received, as: UTF8.self))
+            }
             received += buffer[0..<count]
         }
         return true
+    }
+
+    /// Reads until the server closes the connection or `timeout` passes; returns whether it closed.
+    func closed(within timeout: Duration) -> Bool {
+        _ = read(until: { _ in closedByServer }, timeout: timeout)
+        return closedByServer
     }
 
     /// The text received so far.
