@@ -27,6 +27,21 @@ final class ContinuousBatchingTests: XCTestCase {
         }
     }
 
+    /// A continuous replication between two databases of a new catalog, started.
+    private func localContinuousReplication(checkpointInterval: Duration) throws
+        -> (TemporaryDirectory, Catalog, Database, Database, Replicator) {
+        let directory = try TemporaryDirectory(prefix: "syncd-checkpoints")
+        let catalog = try Catalog(directory: directory.path)
+        let source = try catalog.create("source")
+        let target = try catalog.create("target")
+        var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
+        configuration.continuous = true
+        configuration.checkpointInterval = checkpointInterval
+        let replicator = Replicator(configuration)
+        replicator.start()
+        return (directory, catalog, source, target, replicator)
+    }
+
     private func uploads(_ count: Int, prefix: String) -> [DocumentUpload] {
         (0..<count).map { DocumentUpload(["_id": .string("\(prefix)\($0)"), "n": .number(Double($0))]) }
     }
@@ -67,17 +82,8 @@ final class ContinuousBatchingTests: XCTestCase {
     }
 
     func testACheckpointFollowsTheCadenceUnderWritesAndIsTakenWhenIdle() async throws {
-        let directory = try TemporaryDirectory(prefix: "syncd-cadence")
-        let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
-        let source = try catalog.create("source")
-        let target = try catalog.create("target")
-        var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
-        configuration.continuous = true
-        configuration.checkpointInterval = .milliseconds(300)
-        let replicator = Replicator(configuration)
-        replicator.start()
-        defer { Task { await replicator.stop() } }
+        let (directory, catalog, source, target, replicator) = try localContinuousReplication(checkpointInterval: .milliseconds(300))
+        defer { catalog.close(); Task { await replicator.stop() }; _ = directory }
 
         // A steady stream of writes: checkpoints follow it while it goes on (up to 60 s on a busy machine).
         var checkpoints = Set<UInt64>()
@@ -96,17 +102,8 @@ final class ContinuousBatchingTests: XCTestCase {
     }
 
     func testAnIdleReplicationCheckpointsWithoutWaitingForTheInterval() async throws {
-        let directory = try TemporaryDirectory(prefix: "syncd-idle")
-        let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
-        let source = try catalog.create("source")
-        let target = try catalog.create("target")
-        var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
-        configuration.continuous = true
-        configuration.checkpointInterval = .seconds(3600)
-        let replicator = Replicator(configuration)
-        replicator.start()
-        defer { Task { await replicator.stop() } }
+        let (directory, catalog, source, target, replicator) = try localContinuousReplication(checkpointInterval: .seconds(3600))
+        defer { catalog.close(); Task { await replicator.stop() }; _ = directory }
 
         for result in try await source.bulkDocs(uploads(1200, prefix: "d")) { _ = try result.result.get() }
         try await waitUntil("the documents arrive") { try target.info().docCount == 1200 }
