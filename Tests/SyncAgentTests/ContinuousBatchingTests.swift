@@ -82,7 +82,7 @@ final class ContinuousBatchingTests: XCTestCase {
     }
 
     func testACheckpointFollowsTheCadenceUnderWritesAndIsTakenWhenIdle() async throws {
-        let (directory, catalog, source, target, replicator) = try localContinuousReplication(checkpointInterval: .milliseconds(300))
+        let (directory, catalog, source, _, replicator) = try localContinuousReplication(checkpointInterval: .milliseconds(300))
         defer { catalog.close(); Task { await replicator.stop() }; _ = directory }
 
         // A steady stream of writes: checkpoints follow it while it goes on (up to 60 s on a busy machine).

@@ -267,16 +267,32 @@ import Testing
             let copiedBeforeKill = try target.info().docCount
             #expect(copiedBeforeKill < total, "killed after the end")
 
-            let second = try ReplicateProcess(arguments)
+            // The checkpoints the killed run left: never past what the target holds.
+            let source = try RemoteEndpoint(url: a.url + "/big")
+            let targetEndpoint = try RemoteEndpoint(url: b.url + "/big")
+            let id = ReplicationID(sourceIdentity: try await source.identity(), targetIdentity: try await targetEndpoint.identity(),
+                                   sourceIsLocal: false, targetIsLocal: false, filter: nil)
+            await source.shutdown()
+            await targetEndpoint.shutdown()
+            func checkpointed(_ database: Database) throws -> Int {
+                let seq = try database.localDocument(id: "_local/" + id.value).body["source_last_seq"]
+                return try #require(seq?.intValue ?? seq?.stringValue.flatMap { Int($0) }, "no sequence in \(String(describing: seq))")
+            }
+            let onSource = try checkpointed(try a.catalog.database("big"))
+            let onTarget = try checkpointed(target)
+            #expect(onTarget > 0)
+            #expect(max(onSource, onTarget) <= copiedBeforeKill, "a checkpoint passed what was written")
+
+            let second = try ReplicateProcess(arguments, captureErrors: true)
             let (status, output) = await second.finish()
-            #expect(status == 0, "\(output)")
+            #expect(status == 0, "\(output)\n\(second.errors)")
             #expect(try target.info().docCount == total)
-            // The rerun read only what was not checkpointed: at most what the killed run had left, plus one batch window.
-            let read = try #require(output.split(separator: "\n").last.flatMap { line in
-                line.split(separator: ",").first { $0.contains("read ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
-            })
-            #expect(read <= total - copiedBeforeKill + 500, "\(output)")
-            #expect(read < total)
+            // The rerun resumed from a checkpoint: it went through only the changes after it.
+            let changes = try #require(output.split(separator: "\n").last.flatMap { line in
+                line.split(separator: ":").dropFirst().first?.split(separator: "/").first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            }, "\(output)")
+            #expect(changes <= total - min(onSource, onTarget), "\(output)")
+            #expect(changes >= total - max(onSource, onTarget), "\(output)")
         }
     }
 }

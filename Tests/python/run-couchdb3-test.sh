@@ -17,9 +17,12 @@ serve() {
     : >"$work/$1.out"  # exists before the loop reads it, whenever the background job opens it
     "$syncd" serve --data "$work/$1" --port 0 "${@:2}" >"$work/$1.out" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do
+    # Up to 60 s, as Tests/SyncAgentTests/Support/ServeProcess.swift: a
+    # ThreadSanitizer build takes more than 10 s to start on 2 busy cores.
+    for _ in $(seq 600); do
         url="$(sed -n 's/^listening on //p' "$work/$1.out" | head -1)"
         [ -n "$url" ] && return 0
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     echo "syncd serve printed no URL:" >&2

@@ -150,7 +150,7 @@ final class PeerLink: Sendable {
             failures += 1
             pauses += 1
             let number = pauses
-            let delay = Self.retry.delay(afterFailures: max(failures, refusals)) * Double.random(in: 0.5...1)
+            let delay = Self.retry.jitteredDelay(afterFailures: max(failures, refusals))
             let timer = Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
                 wakes.continuation.yield(.retry(number))
@@ -223,7 +223,7 @@ final class PeerLink: Sendable {
         set(.offline, reason: "stopped")
     }
 
-    /// How long the link waits after failures in a row, before jitter halves it at most.
+    /// How long the link waits after failures in a row.
     static let retry = RetryPolicy(initialDelay: .milliseconds(800), maximumDelay: .seconds(60))
 
     /// `why`, naming the address unless it does already.

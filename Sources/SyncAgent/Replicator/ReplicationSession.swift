@@ -66,6 +66,8 @@ struct ReplicationSession: Sendable {
                 group.cancelAll()
             }
         } catch {
+            // A side that gave no answer would only add its silence to the outage.
+            if let failure = error as? EndpointError, failure.status == 0 { throw error }
             // Keep what was done if both sides still answer within a few seconds
             // (in a task of its own: a stopped replication's task is cancelled).
             let session = self

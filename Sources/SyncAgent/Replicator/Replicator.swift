@@ -101,7 +101,7 @@ public final class Replicator: Sendable {
                     progress.set(.stopped, error: failure)
                     return progress.status
                 }
-                let delay = configuration.retry.delay(afterFailures: failures)
+                let delay = configuration.retry.jitteredDelay(afterFailures: failures)
                 logger.warning("replication offline; retrying", metadata: ["error": "\(failure)", "in": "\(delay)"])
                 progress.set(.offline, error: failure)
                 do { try await Task.sleep(for: delay) } catch { break }

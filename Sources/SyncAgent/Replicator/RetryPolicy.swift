@@ -1,5 +1,7 @@
 /// When to try again after a side could not be reached: exponential backoff
-/// from `initialDelay`, doubling to at most `maximumDelay`.
+/// from `initialDelay`, doubling to at most `maximumDelay`, each wait cut by a
+/// random share of up to a half, so replications that failed together (a peer
+/// restarting under many) do not all come back in the same instant.
 public struct RetryPolicy: Sendable, Hashable {
     /// The first wait.
     public var initialDelay: Duration
@@ -16,10 +18,16 @@ public struct RetryPolicy: Sendable, Hashable {
         self.oneShotAttempts = oneShotAttempts
     }
 
-    /// The wait after `failures` failed attempts in a row (1 for the first).
+    /// The longest wait after `failures` failed attempts in a row (1 for the first).
     public func delay(afterFailures failures: Int) -> Duration {
         var delay = initialDelay
         for _ in 1..<max(1, failures) where delay < maximumDelay { delay *= 2 }
         return min(delay, maximumDelay)
+    }
+
+    /// The wait to use after `failures` failed attempts in a row: between half of
+    /// ``delay(afterFailures:)`` and all of it.
+    public func jitteredDelay(afterFailures failures: Int) -> Duration {
+        delay(afterFailures: failures) * Double.random(in: 0.5...1)
     }
 }
