@@ -28,10 +28,9 @@ func replicationOneShot(arguments: [String]) async throws {
                                           target: "\(folder)/target-\(index)-\(round)", executable: build.executable)
             rates[build.name, default: []].append(run.rate)
             figure("round \(round + 1), \(build.name): pull", run.rate, "docs/s")
-            figure("  CPU per 100,000 docs: source serve / target serve / replicate",
-                   run.cpu.source * 100_000 / Double(count), "s", decimals: 1)
-            print(String(repeating: " ", count: 60) + String(format: "%9.1f / %.1f s", run.cpu.target * 100_000 / Double(count),
-                                                              run.cpu.replicator * 100_000 / Double(count)))
+            let perDocs = 100_000 / Double(count)
+            print("  CPU s per 100,000 docs: source / target / replicate".padding(toLength: 58, withPad: " ", startingAt: 0)
+                  + String(format: "%6.1f / %.1f / %.1f s", run.cpu.source * perDocs, run.cpu.target * perDocs, run.cpu.replicator * perDocs))
         }
     }
     for build in builds {

@@ -260,7 +260,11 @@ final class BenchProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(30)
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }
-        process.lock.withLock { process.printedURL = process.printedURL.replacingOccurrences(of: "://", with: "://bench:bench-password@") }
+        let withCredentials = process.url.replacingOccurrences(of: "://", with: "://bench:bench-password@")
+        // A build from before users (0184c89) refuses credentials it does not know: it is used anonymously.
+        if try BenchHTTP.client.sendNow("GET", withCredentials + "/", body: nil) != 401 {
+            process.lock.withLock { process.printedURL = withCredentials }
+        }
         return process
     }
 
@@ -328,6 +332,11 @@ final class BenchClient: @unchecked Sendable {
     private let lock = NSLock()
 
     func send(_ method: String, _ url: String, body: String?) async throws -> Int {
+        try sendNow(method, url, body: body)
+    }
+
+    /// ``send(_:_:body:)`` for callers outside a task.
+    func sendNow(_ method: String, _ url: String, body: String?) throws -> Int {
         try lock.withLock { try exchange(method, url, body: body, retry: true) }
     }
 

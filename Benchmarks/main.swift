@@ -39,6 +39,8 @@ default:
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
                                                 peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS,
                                                 a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
+               syncd-bench agent mesh [--samples 300] [--rounds 1] [--before OLD-SYNCD]
+                                                a hub and 3 spokes: write-to-readable latency, 3 x 1,000 convergence
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
         """)

@@ -86,14 +86,33 @@ struct ReplicationSession: Sendable {
 
     /// Checkpoints every `checkpointInterval` while changes flow, and once the replication
     /// falls idle (at most once a second), so a caught-up replication's checkpoint is current.
+    /// A timer and the idle transitions feed one stream (`true`: fell idle), read here alone.
     private func checkpointOnCadence(_ checkpointer: Checkpointer) async throws {
-        let ticks = AsyncTimerSequence(interval: configuration.checkpointInterval, clock: .continuous).map { _ in false }
-        let idle = progress.updates().map { $0.activity == .idle }.removeDuplicates().filter { $0 }
-        var lastSaved = ContinuousClock.now
-        for try await fellIdle in merge(ticks, idle) {
-            if fellIdle { try await Task.sleep(until: lastSaved + Self.idleCheckpointSpacing, clock: .continuous) }
-            try await saveCheckpoint(checkpointer)
-            lastSaved = .now
+        let (events, sink) = AsyncStream.makeStream(of: Bool.self)
+        let interval = configuration.checkpointInterval
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: interval)
+                    sink.yield(false)
+                }
+            }
+            group.addTask {
+                var wasIdle = false
+                for await status in progress.updates() {
+                    let idle = status.activity == .idle
+                    if idle && !wasIdle { sink.yield(true) }
+                    wasIdle = idle
+                }
+            }
+            defer { group.cancelAll() }
+            var lastSaved = ContinuousClock.now
+            for await fellIdle in events {
+                if fellIdle { try await Task.sleep(until: lastSaved + Self.idleCheckpointSpacing, clock: .continuous) }
+                try await saveCheckpoint(checkpointer)
+                lastSaved = .now
+            }
+            try Task.checkCancellation()
         }
     }
 
