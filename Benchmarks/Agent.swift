@@ -83,8 +83,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
 private func agentMesh(arguments: [String]) async throws {
     let samples = option("samples", in: arguments, default: 300)
     let rounds = option("rounds", in: arguments, default: 1)
-    var builds: [(name: String, executable: String)] = [("this build", try TestBed.syncdExecutable)]
-    if let before = stringOption("before", in: arguments) { builds.append(("--before", before)) }
+    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
     print("agent mesh: a hub and 3 spokes in network namespaces, \(samples) latency samples, \(rounds) rounds")
     for round in 0..<rounds {
         for build in round % 2 == 0 ? builds : builds.reversed() {
@@ -165,8 +164,7 @@ private func meshFigures(label: String, executable: String, samples: Int, measur
 private func agentBurst(arguments: [String]) async throws {
     let count = option("docs", in: arguments, default: 20_000)
     let rounds = option("rounds", in: arguments, default: 3)
-    var builds: [(name: String, executable: String)] = [("this build", try TestBed.syncdExecutable)]
-    if let before = stringOption("before", in: arguments) { builds.append(("--before", before)) }
+    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
     print("agent burst: \(count) documents written on A in one _bulk_docs, until readable on paired B; \(rounds) rounds")
     let documents = (0..<count).map(smallDocument).joined(separator: ",")
     var ratios: [String: [Double]] = [:]

@@ -10,8 +10,7 @@ func replicationOneShot(arguments: [String]) async throws {
     let rounds = option("rounds", in: arguments, default: 3)
     let folder = temporaryDirectory("oneshot")
     defer { try? FileManager.default.removeItem(atPath: folder) }
-    var builds: [(name: String, executable: String)] = [("this build", BenchProcess.executable)]
-    if let before = stringOption("before", in: arguments) { builds.append(("--before", before)) }
+    let builds = comparedBuilds(this: BenchProcess.executable, arguments: arguments)
     print("one-shot syncd replicate URL -> URL, \(count) documents of ~\(smallDocument(0).utf8.count) bytes, syncd serve on both ends, \(rounds) rounds")
 
     // Each build's own source, written through its own listener (so its own store format).
@@ -80,6 +79,11 @@ func cpuSeconds(of pid: Int32) -> Double {
     let fields = text[text.index(after: close)...].split(separator: " ")
     let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
     return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// This build's `syncd`, and with `--before OLD-SYNCD` the older one, named as the figures print them.
+func comparedBuilds(this executable: String, arguments: [String]) -> [(name: String, executable: String)] {
+    [("this build", executable)] + (stringOption("before", in: arguments).map { [("--before", $0)] } ?? [])
 }
 
 /// The value of `--name TEXT` in `arguments`, if given.
