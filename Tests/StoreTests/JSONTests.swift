@@ -26,6 +26,15 @@ final class JSONTests: XCTestCase {
         }
     }
 
+    func testInvalidUTF8InStringsIsRefusedAndASCIIAndUTF8AreKept() throws {
+        for bytes: [UInt8] in [[0x22, 0x61, 0xFF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xC3, 0x22],
+                               [0x22, 0x5C, 0x6E, 0xFF, 0x22], [0x22, 0x61, 0x62, 0x63, 0x80, 0x22]] {
+            XCTAssertThrowsError(try JSON(parsing: bytes), "accepted \(bytes)")
+        }
+        XCTAssertEqual(try JSON(parsing: Array(#""1-abc""#.utf8)), .string("1-abc"))
+        XCTAssertEqual(try JSON(parsing: Array(#""x é 😀""#.utf8)), .string("x é 😀"))
+    }
+
     func testNestingLimit() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         XCTAssertThrowsError(try JSON(parsing: deep))
