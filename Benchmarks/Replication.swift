@@ -261,8 +261,10 @@ final class BenchProcess: @unchecked Sendable {
         while process.url.isEmpty && Date() < deadline { usleep(10_000) }
         guard !process.url.isEmpty else { throw BenchError("syncd serve printed no URL") }
         let withCredentials = process.url.replacingOccurrences(of: "://", with: "://bench:bench-password@")
-        // A build from before users (0184c89) refuses credentials it does not know: it is used anonymously.
-        if try BenchHTTP.client.sendNow("GET", withCredentials + "/", body: nil) != 401 {
+        // An older build from before users (0184c89) refuses credentials it does not know: it is used anonymously.
+        let olderBuildWithoutUsers = try executable != Self.executable
+            && BenchHTTP.client.sendNow("GET", withCredentials + "/", body: nil) == 401
+        if !olderBuildWithoutUsers {
             process.lock.withLock { process.printedURL = withCredentials }
         }
         return process

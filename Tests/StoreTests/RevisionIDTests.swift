@@ -14,6 +14,7 @@ import Testing
         #expect(RevisionID("1-a-b")?.digest == "a-b")
         #expect(RevisionID("1099511627775-x")?.generation == (1 << 40) - 1)
         #expect(RevisionID("1-" + String(repeating: "f", count: 128)) != nil)
+        #expect(parsed(viaAnyStringType: "2-b") == RevisionID(generation: 2, digest: "b"))
     }
 
     @Test(arguments: [
@@ -24,5 +25,11 @@ import Testing
     func malformedIdsAreRefused(_ text: String) {
         #expect(RevisionID(text) == nil)
         #expect(RevisionID(Substring(text)) == nil)
+        #expect(parsed(viaAnyStringType: text) == nil)
+    }
+
+    /// Goes through the generic initializer, which the other calls do not reach.
+    private func parsed(viaAnyStringType text: some StringProtocol) -> RevisionID? {
+        RevisionID(text)
     }
 }

@@ -35,17 +35,25 @@ public struct PasswordHash: Sendable, Hashable, Codable {
         return zip(actual, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0 && actual.count == expected.count
     }
 
-    /// PBKDF2-HMAC-SHA256 (RFC 8018).
+    /// PBKDF2-HMAC-SHA256 (RFC 8018). The HMAC keyed once is copied for each round, so a
+    /// round hashes two blocks and allocates nothing (keying it anew hashed four).
     static func pbkdf2(password: [UInt8], salt: [UInt8], iterations: Int, length: Int = 32) -> [UInt8] {
-        let key = SymmetricKey(data: password)
+        let keyed = HMAC<SHA256>(key: SymmetricKey(data: password))
         var output: [UInt8] = []
         var block: UInt32 = 1
         while output.count < length {
-            var u = Array(HMAC<SHA256>.authenticationCode(for: salt + withUnsafeBytes(of: block.bigEndian, Array.init), using: key))
-            var t = u
+            var first = keyed
+            first.update(data: salt)
+            first.update(data: withUnsafeBytes(of: block.bigEndian, Array.init))
+            var u = first.finalize()
+            var t = Array(u)
             for _ in 1..<max(1, iterations) {
-                u = Array(HMAC<SHA256>.authenticationCode(for: u, using: key))
-                for index in 0..<t.count { t[index] ^= u[index] }
+                var round = keyed
+                u.withUnsafeBytes { round.update(data: $0) }
+                u = round.finalize()
+                u.withUnsafeBytes { bytes in
+                    for index in 0..<t.count { t[index] ^= bytes[index] }
+                }
             }
             output += t
             block += 1

@@ -66,8 +66,6 @@ struct ReplicationSession: Sendable {
                 group.cancelAll()
             }
         } catch {
-            // A side that gave no answer would only add its silence to the outage.
-            if let failure = error as? EndpointError, failure.status == 0 { throw error }
             // Keep what was done if both sides still answer within a few seconds
             // (in a task of its own: a stopped replication's task is cancelled).
             let session = self
@@ -88,8 +86,9 @@ struct ReplicationSession: Sendable {
     /// falls idle (at most once a second), so a caught-up replication's checkpoint is current.
     /// A timer and the idle transitions feed one stream (`true`: fell idle), read here alone.
     private func checkpointOnCadence(_ checkpointer: Checkpointer) async throws {
-        let (events, sink) = AsyncStream.makeStream(of: Bool.self)
-        let interval = configuration.checkpointInterval
+        // Any event waiting means "save": one is enough, whatever came before it.
+        let (events, sink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let interval = max(configuration.checkpointInterval, Self.shortestCheckpointInterval)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
@@ -115,6 +114,9 @@ struct ReplicationSession: Sendable {
             try Task.checkCancellation()
         }
     }
+
+    /// The shortest interval between timed checkpoints, whatever was configured.
+    static let shortestCheckpointInterval: Duration = .milliseconds(10)
 
     /// The least time between checkpoints taken because the replication fell idle.
     static let idleCheckpointSpacing: Duration = .seconds(1)
