@@ -36,7 +36,7 @@ public struct PasswordHash: Sendable, Hashable, Codable {
     }
 
     /// PBKDF2-HMAC-SHA256 (RFC 8018). The HMAC keyed once is copied for each round, so a
-    /// round hashes two blocks and allocates nothing (keying it anew hashed four).
+    /// round hashes two blocks (keying it anew hashed four) and makes no arrays.
     static func pbkdf2(password: [UInt8], salt: [UInt8], iterations: Int, length: Int = 32) -> [UInt8] {
         let keyed = HMAC<SHA256>(key: SymmetricKey(data: password))
         var output: [UInt8] = []

@@ -1,7 +1,7 @@
 /// When to try again after a side could not be reached: exponential backoff
-/// from `initialDelay`, doubling to at most `maximumDelay`, each wait cut by a
-/// random share of up to a half, so replications that failed together (a peer
-/// restarting under many) do not all come back in the same instant.
+/// from `initialDelay`, doubling to at most `maximumDelay`. ``jitteredDelay(afterFailures:)``
+/// cuts each wait by a random share of up to a half, so replications that failed
+/// together (a peer restarting under many) do not all come back in the same instant.
 public struct RetryPolicy: Sendable, Hashable {
     /// The first wait.
     public var initialDelay: Duration
