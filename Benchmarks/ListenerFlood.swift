@@ -18,7 +18,7 @@ func runListenerFloodBenchmark(arguments: [String]) async throws {
     let connections = option("connections", in: arguments, default: 1000)
     let addresses = option("addresses", in: arguments, default: 10)
     let seconds = option("seconds", in: arguments, default: 60)
-    let pending = option("max-pending", in: arguments, default: ListenerConfiguration().maximumPendingConnections)
+    let pending = option("max-pending", in: arguments, default: ListenerConfiguration().limits.maximumPendingConnections)
     let folder = temporaryDirectory("listener-flood")
     defer { try? FileManager.default.removeItem(atPath: folder) }
 

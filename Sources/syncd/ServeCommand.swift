@@ -32,23 +32,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-request-size"), help: "Largest JSON request body in bytes.")
     var maximumRequestSize = 64 << 20
 
-    @Option(name: .customLong("max-connections"), help: "Most connections open at once (503 beyond).")
-    var maximumConnections = ListenerConfiguration().maximumConnections
+    @Option(name: .customLong("max-connections"), help: "Most connections of clients other than peers open at once (the oldest anonymous one is closed beyond; 503 when all are users').")
+    var maximumConnections = ListenerLimits().maximumConnections
 
-    @Option(name: .customLong("max-connections-per-client"), help: "Most connections open at once from one address (429 beyond).")
-    var maximumConnectionsPerClient = ListenerConfiguration().maximumConnectionsPerClient
+    @Option(name: .customLong("max-connections-per-client"), help: "The same from one address (429 when all are users').")
+    var maximumConnectionsPerClient = ListenerLimits().maximumConnectionsPerClient
 
     @Option(name: .customLong("max-pending-connections"), help: "Most connections open at once that have sent no request (the oldest is closed beyond).")
-    var maximumPendingConnections = ListenerConfiguration().maximumPendingConnections
+    var maximumPendingConnections = ListenerLimits().maximumPendingConnections
 
     @Option(name: .customLong("handshake-timeout"), help: "Seconds a connection has to finish its TLS handshake.")
-    var handshakeTimeout = Int(ListenerConfiguration().handshakeTimeout.components.seconds)
+    var handshakeTimeout = Int(ListenerLimits().handshakeTimeout.components.seconds)
 
     @Option(name: .customLong("request-head-timeout"), help: "Seconds a connection then has to send its first request head.")
-    var requestHeadTimeout = Int(ListenerConfiguration().requestHeadTimeout.components.seconds)
+    var requestHeadTimeout = Int(ListenerLimits().requestHeadTimeout.components.seconds)
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no request in flight stays open.")
-    var idleTimeout = Int(ListenerConfiguration().idleTimeout.components.seconds)
+    var idleTimeout = Int(ListenerLimits().idleTimeout.components.seconds)
 
     @Option(name: .customLong("database-idle-time"), help: "Seconds a database goes unused before its caches are released.")
     var databaseIdleTime = 60
@@ -77,12 +77,12 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.tls = tls
         configuration.maximumRequestSize = maximumRequestSize
-        configuration.maximumConnections = maximumConnections
-        configuration.maximumConnectionsPerClient = maximumConnectionsPerClient
-        configuration.maximumPendingConnections = maximumPendingConnections
-        configuration.handshakeTimeout = .seconds(handshakeTimeout)
-        configuration.requestHeadTimeout = .seconds(requestHeadTimeout)
-        configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.limits.maximumConnections = maximumConnections
+        configuration.limits.maximumConnectionsPerClient = maximumConnectionsPerClient
+        configuration.limits.maximumPendingConnections = maximumPendingConnections
+        configuration.limits.handshakeTimeout = .seconds(handshakeTimeout)
+        configuration.limits.requestHeadTimeout = .seconds(requestHeadTimeout)
+        configuration.limits.idleTimeout = .seconds(idleTimeout)
         configuration.databaseIdleTime = .seconds(databaseIdleTime)
         let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
         defer { node.close() }

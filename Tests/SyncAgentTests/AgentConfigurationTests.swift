@@ -13,6 +13,13 @@ struct AgentConfigurationTests {
             [listener]
             host = "0.0.0.0"
             port = 7000
+            handshake_timeout = 2.5
+            request_head_timeout = 3
+            idle_timeout = 30
+            max_pending_connections = 200
+            max_connections = 300
+            max_connections_per_client = 20
+            max_feeds_per_client = 10
             [discovery]
             enabled = false
             service_type = "_notes._tcp"
@@ -35,6 +42,15 @@ struct AgentConfigurationTests {
             """)
         #expect(configuration.name == "kitchen")
         #expect(configuration.listenHost == "0.0.0.0" && configuration.listenPort == 7000)
+        var limits = ListenerLimits()
+        limits.handshakeTimeout = .milliseconds(2500)
+        limits.requestHeadTimeout = .seconds(3)
+        limits.idleTimeout = .seconds(30)
+        limits.maximumPendingConnections = 200
+        limits.maximumConnections = 300
+        limits.maximumConnectionsPerClient = 20
+        limits.maximumFeedsPerClient = 10
+        #expect(configuration.listenerLimits == limits)
         let notesType = try ServiceType("_notes._tcp")
         #expect(!configuration.discovery && configuration.serviceType == notesType)
         #expect(configuration.databases.map(\.name) == ["notes", "photos"])
@@ -79,6 +95,10 @@ struct AgentConfigurationTests {
     @Test(arguments: [
         ("[listener]\nport = \"x\"", "listener.port must be an integer"),
         ("[listener]\nport = 70000", "listener.port must be between 0 and 65535"),
+        ("[listener]\nidle_timeout = 0", "listener.idle_timeout must be a number of seconds above 0 and at most 86400"),
+        ("[listener]\nhandshake_timeout = \"5s\"", "listener.handshake_timeout must be a number of seconds above 0 and at most 86400"),
+        ("[listener]\nmax_connections = -1", "listener.max_connections must be positive"),
+        ("[listener]\nmax_feeds_per_client = 1.5", "listener.max_feeds_per_client must be an integer"),
         ("[listner]\nport = 1", "unknown key listner (known here: database, discovery, listener, node, peer, remote)"),
         ("[node]\nname = \"\"", "node.name must be 1 to 63 bytes"),
         ("[discovery]\nservice_type = \"syncd\"", "discovery.service_type is not valid: invalid DNS-SD service type 'syncd' (expected e.g. _syncd._tcp)"),

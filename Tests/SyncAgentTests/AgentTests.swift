@@ -193,6 +193,23 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(unchanged.count, 2)
     }
 
+    func testTheListenerTakesItsDeadlinesFromTheConfiguration() async throws {
+        let agent = try await AgentProcess.start(in: directory.path + "/a", configuration: """
+            [listener]
+            host = "127.0.0.1"
+            port = 0
+            handshake_timeout = 0.5
+            [discovery]
+            enabled = false
+            """)
+        let url = try XCTUnwrap(agent.urls.first { $0.hasPrefix("https://127.0.0.1") }, "\(agent.urls)")
+        // One byte of a TLS record and nothing more: closed after half a second, not the default 5 s.
+        let stalled = try RawHTTPConnection(url: url)
+        try stalled.write([0x16])
+        XCTAssertTrue(stalled.closed(within: .seconds(3)), "the configured handshake timeout closed the stalled connection")
+        stalled.close()
+    }
+
     func testAnInvalidConfigurationStopsTheAgentBeforeItStarts() throws {
         let path = directory.path + "/bad"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -14,7 +14,7 @@ import XCTest
 final class ListenerDeadlineTests: XCTestCase {
     func testConnectionsThatSendNoRequestAreClosedAfterTheDeadline() async throws {
         SyncdMetrics.bootstrap()
-        let server = try await startListener { $0.requestHeadTimeout = .seconds(1) }
+        let server = try await startListener { $0.limits.requestHeadTimeout = .seconds(1) }
         let silent = try RawHTTPConnection(url: server.url)
         let partial = try RawHTTPConnection(url: server.url)
         try partial.write(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
@@ -37,8 +37,8 @@ final class ListenerDeadlineTests: XCTestCase {
     func testTLSConnectionsThatStallBeforeTheirRequestAreClosedAfterTheDeadlines() async throws {
         let server = try await startListener {
             $0.tls = true
-            $0.handshakeTimeout = .seconds(1)
-            $0.requestHeadTimeout = .seconds(1)
+            $0.limits.handshakeTimeout = .seconds(1)
+            $0.limits.requestHeadTimeout = .seconds(1)
         }
         // One byte of a TLS record, and nothing more.
         let trickle = try RawHTTPConnection(url: server.url)
@@ -54,11 +54,11 @@ final class ListenerDeadlineTests: XCTestCase {
     func testStrangersHoldingEverySlotLockOutNeitherPeersNorUsers() async throws {
         let a = try await startListener {
             $0.tls = true
-            $0.maximumPendingConnections = 20
-            $0.maximumConnections = 2
+            $0.limits.maximumPendingConnections = 20
+            $0.limits.maximumConnections = 2
             // Far beyond the test: only the pending budget's rule makes room.
-            $0.handshakeTimeout = .seconds(120)
-            $0.requestHeadTimeout = .seconds(120)
+            $0.limits.handshakeTimeout = .seconds(120)
+            $0.limits.requestHeadTimeout = .seconds(120)
         }
         let b = try await startListener { $0.tls = true }
         _ = try await b.join(try a.invite(["notes"]))
@@ -91,8 +91,47 @@ final class ListenerDeadlineTests: XCTestCase {
         for connection in flood { connection.close() }
     }
 
+    func testStrangersKeepingAnonymousConnectionsOpenMakeRoomForUsers() async throws {
+        SyncdMetrics.bootstrap()
+        let server = try await startListener {
+            $0.limits.maximumConnections = 4
+            $0.limits.maximumConnectionsPerClient = 3
+        }
+        /// An anonymous request answered, and the connection kept open.
+        func stranger(from source: String) throws -> RawHTTPConnection {
+            let connection = try RawHTTPConnection(url: server.anonymousURL, source: source)
+            try connection.get("/_up")
+            XCTAssertTrue(connection.read(until: { $0.contains("\r\n\r\n") && $0.contains("}") }), connection.text)
+            XCTAssertFalse(connection.closedByServer)
+            return connection
+        }
+        // Three strangers from one address and one from another hold every slot.
+        let crowd = try (0..<3).map { _ in try stranger(from: "127.0.0.2") }
+        let lone = try stranger(from: "127.0.0.3")
+
+        // A user gets in: the oldest stranger from the most crowded address makes room.
+        let user = try RawHTTPConnection(url: server.url, source: "127.0.0.4")
+        try user.get("/_up")
+        XCTAssertTrue(user.read(until: { $0.contains("200 OK") && $0.contains("}") }), user.text)
+        XCTAssertTrue(crowd[0].closed(within: .seconds(3)), "the oldest stranger of the crowd made room")
+        XCTAssertFalse(lone.closedByServer)
+
+        // Another stranger from the crowd's address displaces the crowd's oldest, never the user.
+        let fourth = try stranger(from: "127.0.0.2")
+        XCTAssertTrue(crowd[1].closed(within: .seconds(3)), "the address's oldest stranger made room")
+        try user.get("/_up")
+        XCTAssertTrue(user.read(until: { $0.components(separatedBy: "200 OK").count == 3 }), user.text)
+        XCTAssertFalse(user.closedByServer, "a user's connection is never displaced")
+        XCTAssertEqual(server.listener.connectionSlots.count, 4)
+
+        let metrics = try await HTTP.request(.GET, server.url + "/_node/_local/_prometheus").text
+        let displaced = metrics.split(separator: "\n").first { $0.hasPrefix(#"syncd_listener_connections_cut_total{reason="stranger_displaced"}"#) }
+        XCTAssertGreaterThanOrEqual(displaced?.split(separator: " ").last.flatMap { Int($0) } ?? 0, 2, metrics)
+        for connection in crowd + [lone, fourth, user] { connection.close() }
+    }
+
     func testQuietFeedsOutliveTheIdleTimeoutThatClosesIdleConnections() async throws {
-        let server = try await startListener { $0.idleTimeout = .seconds(1) }
+        let server = try await startListener { $0.limits.idleTimeout = .seconds(1) }
         try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
         let continuous = try RawHTTPConnection(url: server.url)
         try continuous.get("/db/_changes?feed=continuous&since=now&timeout=30000")

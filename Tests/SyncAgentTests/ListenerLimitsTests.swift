@@ -22,7 +22,7 @@ final class ListenerLimitsTests: XCTestCase {
     }
 
     func testConnectionsBeyondTheLimitsGetCouchDBErrorsAndTheSlotsComeBack() async throws {
-        let server = try await startListener { $0.maximumConnections = 3; $0.maximumConnectionsPerClient = 2 }
+        let server = try await startListener { $0.limits.maximumConnections = 3; $0.limits.maximumConnectionsPerClient = 2 }
         let first = try connect(server), second = try connect(server)
         XCTAssertEqual(try status(of: first), 200, first.text)
         XCTAssertEqual(try status(of: second), 200, second.text)
@@ -59,7 +59,7 @@ final class ListenerLimitsTests: XCTestCase {
     }
 
     func testWaitingFeedsPerClientAreBounded() async throws {
-        let server = try await startListener { $0.maximumFeedsPerClient = 2 }
+        let server = try await startListener { $0.limits.maximumFeedsPerClient = 2 }
         try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
         var feeds: [RawHTTPConnection] = []
         for _ in 0..<2 {

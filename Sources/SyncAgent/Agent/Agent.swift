@@ -50,6 +50,7 @@ public final class Agent: Service, Sendable {
         // `::` (the default) takes IPv4 too; a host without IPv6 listens on every IPv4 address.
         listener.host = configuration.listenHost == "::" && !LocalAddresses.canListenOnIPv6 ? "0.0.0.0" : configuration.listenHost
         listener.port = configuration.listenPort
+        listener.limits = configuration.listenerLimits
         listener.tls = true
         node = try ServedNode(directory: directory, configuration: listener, name: configuration.name ?? NodeName.current, logger: logger)
         self.configurationPath = configurationPath
@@ -121,6 +122,9 @@ public final class Agent: Service, Sendable {
         let previous = self.configuration
         if configuration.listenHost != previous.listenHost || configuration.listenPort != previous.listenPort {
             logger.warning("the listener's address changed in \(configurationPath): it takes effect when the agent restarts")
+        }
+        if configuration.listenerLimits != previous.listenerLimits {
+            logger.warning("the listener's limits changed in \(configurationPath): they take effect when the agent restarts")
         }
         if configuration.discovery != previous.discovery || configuration.serviceType != previous.serviceType {
             logger.warning("discovery settings changed in \(configurationPath): they take effect when the agent restarts")

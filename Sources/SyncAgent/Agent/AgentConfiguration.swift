@@ -16,6 +16,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var listenHost = "::"
     /// The listener's TCP port; 0 picks a free one.
     public var listenPort = AgentConfiguration.defaultPort
+    /// The listener's deadlines and connection budgets.
+    public var listenerLimits = ListenerLimits()
     /// Advertise and browse with Avahi.
     public var discovery = true
     /// The DNS-SD service type advertised and browsed.

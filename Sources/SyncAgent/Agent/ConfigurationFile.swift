@@ -45,6 +45,9 @@ extension AgentConfiguration {
     /// [listener]
     /// host = "::"
     /// port = 6984
+    /// handshake_timeout = 5          # seconds; also request_head_timeout, idle_timeout
+    /// max_connections = 1000         # also max_connections_per_client,
+    ///                                # max_pending_connections, max_feeds_per_client
     /// [discovery]
     /// enabled = true
     /// service_type = "_syncd._tcp"
@@ -84,12 +87,20 @@ extension AgentConfiguration {
             if let name, name.isEmpty || name.utf8.count > 63 { throw node.error("name", "must be 1 to 63 bytes") }
         }
         if let listener = try file.table("listener") {
-            try listener.only(["host", "port"])
+            try listener.only(["host", "port", "handshake_timeout", "request_head_timeout", "idle_timeout", "max_connections",
+                               "max_connections_per_client", "max_pending_connections", "max_feeds_per_client"])
             if let host = try listener.string("host") { listenHost = host }
             if let port = try listener.integer("port") {
                 guard (0...65535).contains(port) else { throw listener.error("port", "must be between 0 and 65535") }
                 listenPort = port
             }
+            if let timeout = try listener.seconds("handshake_timeout") { listenerLimits.handshakeTimeout = timeout }
+            if let timeout = try listener.seconds("request_head_timeout") { listenerLimits.requestHeadTimeout = timeout }
+            if let timeout = try listener.seconds("idle_timeout") { listenerLimits.idleTimeout = timeout }
+            if let count = try listener.count("max_connections") { listenerLimits.maximumConnections = count }
+            if let count = try listener.count("max_connections_per_client") { listenerLimits.maximumConnectionsPerClient = count }
+            if let count = try listener.count("max_pending_connections") { listenerLimits.maximumPendingConnections = count }
+            if let count = try listener.count("max_feeds_per_client") { listenerLimits.maximumFeedsPerClient = count }
         }
         if let discovery = try file.table("discovery") {
             try discovery.only(["enabled", "service_type"])
@@ -195,6 +206,22 @@ private struct Keys {
         guard let value = object[key] else { return nil }
         guard let number = value.intValue else { throw error(key, "must be an integer") }
         return number
+    }
+
+    /// A positive integer.
+    func count(_ key: String) throws(ConfigurationError) -> Int? {
+        guard let number = try integer(key) else { return nil }
+        guard number > 0 else { throw error(key, "must be positive") }
+        return number
+    }
+
+    /// A positive number of seconds, at most a day (fractions allowed).
+    func seconds(_ key: String) throws(ConfigurationError) -> Duration? {
+        guard let value = object[key] else { return nil }
+        guard case .number(let seconds) = value, seconds > 0, seconds <= 86_400 else {
+            throw error(key, "must be a number of seconds above 0 and at most 86400")
+        }
+        return .milliseconds(Int((seconds * 1000).rounded()))
     }
 
     func bool(_ key: String) throws(ConfigurationError) -> Bool? {

@@ -5,7 +5,8 @@ extension Listener {
     /// Who a request proves to be: a user by Basic credentials or an
     /// `AuthSession` cookie, a paired peer by its TLS client certificate, a
     /// stranger by a certificate no peer has, else anonymous. Wrong credentials are refused with 401; an address
-    /// that keeps failing is refused with 429 before its guess is checked.
+    /// that keeps failing is refused with 429 before its guess is checked. A user's
+    /// connection is trusted from then on: strangers' connections cannot displace it.
     func authenticate(_ request: Request, context: ListenerContext) async throws(CouchError) -> Principal {
         // The control socket: a Unix socket only the owner (and its group) can open.
         if case .unixDomainSocket? = context.channel.localAddress { return .owner }
@@ -19,6 +20,7 @@ extension Listener {
                 else { throw Self.unauthorized("Authorization header is malformed.") }
                 let name = String(text[..<colon])
                 let record = try await checkPassword(name: name, password: String(text[text.index(after: colon)...]), from: address)
+                connectionSlots.trust(context.channel)
                 return .user(name: name, record: record, method: "default", issued: nil)
             }
         }
@@ -27,6 +29,7 @@ extension Listener {
             guard pair.count == 2, pair[0] == "AuthSession", !pair[1].isEmpty else { continue }
             if let session = sessions.verify(String(pair[1]), salt: { users.salt(of: $0) }),
                let record = users.user(session.name) {
+                connectionSlots.trust(context.channel)
                 return .user(name: session.name, record: record, method: "cookie", issued: session.issued)
             }
         }

@@ -58,7 +58,7 @@ extension CouchResponder {
     /// A long-lived answer whose writing stops as soon as the client closes
     /// the connection, and ends normally when the server shuts down gracefully
     /// (the body is handed a stream that finishes then). A client address holds
-    /// at most ``ListenerConfiguration/maximumFeedsPerClient`` of them (429 beyond).
+    /// at most ``ListenerLimits/maximumFeedsPerClient`` of them (429 beyond).
     private func waitingFeed(_ exchange: Exchange, contentType: String,
                              _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) throws -> Response {
         guard case .success(let slot) = listener.feeds.acquire(for: exchange.context.clientAddress) else {

@@ -14,7 +14,9 @@ final class ConnectionCuts: Sendable {
         case requestHeadTimeout = "request_head_timeout"
         /// It had sent no request and a newer connection needed its pending slot.
         case pendingFull = "pending_full"
-        /// Its first request was refused: the listener or its address held the most connections (503, 429).
+        /// No request on it had proved a user, and a newer connection needed its slot.
+        case strangerDisplaced = "stranger_displaced"
+        /// Its first request was refused: the listener or its address held the most users' connections (503, 429).
         case connectionsFull = "connections_full"
     }
 
@@ -24,9 +26,12 @@ final class ConnectionCuts: Sendable {
     }
     private let state = Locked(State())
     private let logger: Logger
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(logger: Logger) {
+    /// Cuts logged to `logger`; `now` is the clock the minute is measured on.
+    init(logger: Logger, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.logger = logger
+        self.now = now
     }
 
     /// Counts one connection cut for `reason`.
@@ -38,7 +43,7 @@ final class ConnectionCuts: Sendable {
 
     /// Logs the cuts not logged yet, unless the last such log was less than a minute ago.
     func report() {
-        let now = ContinuousClock.now
+        let now = now()
         let counts: [Reason: Int]? = state.withLock { state in
             guard !state.unlogged.isEmpty, state.logged.map({ now - $0 >= .seconds(60) }) ?? true else { return nil }
             defer { state.unlogged = [:] }

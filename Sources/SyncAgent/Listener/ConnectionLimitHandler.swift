@@ -6,13 +6,13 @@ import NIOTLS
 import Store
 
 /// What connections may hold on the listener, before and after they are trusted
-/// with a request: the deadlines, the pending pool, the slots of clients that are
+/// with a request: the deadlines, the pending pool, the pool of clients that are
 /// not paired peers, and the tally of connections cut.
 struct ConnectionLimits: Sendable {
     /// Connections that have not sent a complete request head.
-    let pending: PendingConnections
+    let pending: ConnectionPool
     /// Connections that have, from clients other than paired peers.
-    let slots: ClientSlots
+    let slots: ConnectionPool
     /// The paired peers, whose connections take no slot.
     let peers: PeerStore
     let handshakeTimeout: TimeAmount
@@ -21,12 +21,14 @@ struct ConnectionLimits: Sendable {
 }
 
 /// Guards one connection. Until its first request head is complete it is
-/// pending (``PendingConnections``): it must finish its TLS handshake within the
+/// pending (``Listener/pendingConnections``): it must finish its TLS handshake within the
 /// handshake timeout and then send that head within the request head timeout, or
 /// it is closed. With the head it leaves the pending pool; a paired peer's
 /// connection (by its client certificate) is then admitted whatever strangers
-/// hold, any other takes a slot of ``ClientSlots`` or gets CouchDB's error
-/// (503 when the listener is full, 429 when its address is) and is closed.
+/// hold, any other joins ``Listener/connectionSlots``, displacing the oldest stranger's
+/// connection when that pool is full. When every connection there is a user's, it
+/// gets CouchDB's error (503 when the listener is full, 429 when its address is)
+/// and is closed.
 final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -36,7 +38,6 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     private var started = false
     private var requested = false
     private var deadline: Scheduled<Void>?
-    private var slot: ClientSlot?
     private var refusal: CouchError?
     private var answered = false
 
@@ -56,7 +57,7 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
         limits.pending.remove(context.channel)
-        slot = nil
+        limits.slots.remove(context.channel)
         context.fireChannelInactive()
     }
 
@@ -92,9 +93,9 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     private func start(_ context: ChannelHandlerContext) {
         guard !started else { return }
         started = true
-        if let displaced = limits.pending.add(context.channel) {
+        if case .success(let displaced?) = limits.pending.add(context.channel) {
             limits.cuts.cut(.pendingFull)
-            PendingConnections.abort(displaced)
+            ConnectionPool.abort(displaced)
         }
         if tls(context) != nil {
             close(context, after: limits.handshakeTimeout, reason: .handshakeTimeout)
@@ -110,7 +111,7 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
             guard limits.pending.remove(channel) else { return }
             limits.cuts.cut(reason)
-            PendingConnections.abort(channel)
+            ConnectionPool.abort(channel)
         }
     }
 
@@ -122,9 +123,12 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
         if let der = try? tls(context)?.peerCertificate?.toDERBytes(), limits.peers.peer(id: NodeID(certificateDER: der)) != nil {
             return
         }
-        switch limits.slots.acquire(for: context.channel.remoteAddress?.ipAddress ?? "unknown") {
-        case .success(let slot):
-            self.slot = slot
+        switch limits.slots.add(context.channel) {
+        case .success(let displaced):
+            if let displaced {
+                limits.cuts.cut(.strangerDisplaced)
+                ConnectionPool.abort(displaced)
+            }
         case .failure(let why):
             var error = switch why {
             case .full: CouchError(.serviceUnavailable, "service_unavailable", "Too many connections; retry later.")

@@ -23,27 +23,8 @@ public struct ListenerConfiguration: Sendable {
     public var maximumRequestSize = 64 << 20
     /// The largest attachment accepted, in bytes (413 beyond).
     public var maximumAttachmentSize = 1 << 32
-    /// How long a new connection has to finish its TLS handshake; it is closed beyond.
-    public var handshakeTimeout: Duration = .seconds(5)
-    /// How long a connection has, once its handshake is done (over plain HTTP, once
-    /// it is open), to send its first complete request head; it is closed beyond.
-    public var requestHeadTimeout: Duration = .seconds(5)
-    /// The most connections open at once that have not sent a request yet; one
-    /// more closes the oldest of them from the most crowded address rather than
-    /// being refused. Below what a flood holds, every new connection closes one
-    /// and the flood reconnects at once: that churn is what costs the CPU.
-    public var maximumPendingConnections = 1_024
-    /// How long a connection with no request in flight stays open waiting for the
-    /// next one. A request being answered (a long-lived feed) is never cut by it.
-    public var idleTimeout: Duration = .seconds(90)
-    /// The most connections that have sent a request, open at once, from clients
-    /// other than paired peers (503 beyond; paired peers are never refused for them).
-    public var maximumConnections = 1_000
-    /// The most such connections open at once from one client address (429 beyond).
-    public var maximumConnectionsPerClient = 100
-    /// The most waiting change feeds (longpoll, continuous, eventsource) one
-    /// client address may hold open at once (429 beyond).
-    public var maximumFeedsPerClient = 50
+    /// How long connections may take and how many strangers may hold.
+    public var limits = ListenerLimits()
     /// How long a database goes unasked for before the listener gives back the
     /// memory it holds (its SQLite caches); it is used again as usual.
     public var databaseIdleTime: Duration = .seconds(60)
@@ -95,9 +76,9 @@ public final class Listener: Sendable {
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
     /// The open connections of clients other than paired peers that sent a request, in all and per client address.
-    let connectionSlots: ClientSlots
+    let connectionSlots: ConnectionPool
     /// The connections that have not sent a request yet.
-    let pendingConnections: PendingConnections
+    let pendingConnections: ConnectionPool
     /// Connections closed or refused by the deadlines and budgets.
     let connectionCuts: ConnectionCuts
     let sessions: SessionCookies
@@ -121,10 +102,10 @@ public final class Listener: Sendable {
         self.configuration = configuration
         self.activeTasks = activeTasks
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
-        self.feeds = ClientSlots(maximumPerClient: configuration.maximumFeedsPerClient)
-        self.connectionSlots = ClientSlots(maximum: configuration.maximumConnections,
-                                           maximumPerClient: configuration.maximumConnectionsPerClient)
-        self.pendingConnections = PendingConnections(maximum: configuration.maximumPendingConnections)
+        self.feeds = ClientSlots(maximumPerClient: configuration.limits.maximumFeedsPerClient)
+        self.connectionSlots = ConnectionPool(maximum: configuration.limits.maximumConnections,
+                                              maximumPerClient: configuration.limits.maximumConnectionsPerClient)
+        self.pendingConnections = ConnectionPool(maximum: configuration.limits.maximumPendingConnections)
         self.connectionCuts = ConnectionCuts(logger: logger)
         self.logger = logger
     }
@@ -143,10 +124,10 @@ public final class Listener: Sendable {
         _ = Self.descriptorsRaised
         let responder = ListenerResponder(listener: self)
         let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: peers,
-                                      handshakeTimeout: TimeAmount(configuration.handshakeTimeout),
-                                      requestHeadTimeout: TimeAmount(configuration.requestHeadTimeout), cuts: connectionCuts)
+                                      handshakeTimeout: TimeAmount(configuration.limits.handshakeTimeout),
+                                      requestHeadTimeout: TimeAmount(configuration.limits.requestHeadTimeout), cuts: connectionCuts)
         let http1 = HTTPServerBuilder.http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionLimitHandler(limits: limits)], idleTimeout: TimeAmount(configuration.idleTimeout)))
+            additionalChannelHandlers: [ConnectionLimitHandler(limits: limits)], idleTimeout: TimeAmount(configuration.limits.idleTimeout)))
         let server: HTTPServerBuilder
         if configuration.tls {
             server = try .tls(http1, configuration: TLSChannelConfiguration(
@@ -192,7 +173,7 @@ extension Listener {
         let logger = logger
         return Application(
             responder: ListenerResponder(listener: self),
-            server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout))),
+            server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.limits.idleTimeout))),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "syncd"),
             onServerRunning: { _ in
                 if chmod(path, 0o660) != 0 { logger.error("cannot restrict the control socket \(path): errno \(errno)") }
