@@ -122,9 +122,10 @@ class AvahiSession: @unchecked Sendable {
     final func setStatus(_ new: DiscoveryStatus) {
         guard new != status else { return }
         status = new
+        // Debug only: whoever follows ``statusUpdates()`` tells the user, once.
         switch new {
-        case .available: logger.info("avahi: connected")
-        case .unavailable(let why): logger.warning("avahi: discovery unavailable: \(why)")
+        case .available: logger.debug("avahi: connected")
+        case .unavailable(let why): logger.debug("avahi: discovery unavailable: \(why)")
         }
         statusBroadcast.yield(new)
     }

@@ -97,9 +97,8 @@ private struct ListeningPrinter: Sendable {
            let port = urls.first.flatMap({ $0.split(separator: ":").last }).flatMap({ Int($0) }) {
             do {
                 let (_, secret) = try listener.invitations.create(databases: shared, lifetime: .seconds(600))
-                let url = InvitationURL(host: host, port: port, databases: shared, uuid: listener.identity.uuid,
-                                        id: listener.identity.id, secret: secret)
-                let code = try QRCode(url.description)
+                let url = InvitationURL(host: host, port: port, databases: shared, id: listener.identity.id, secret: secret)
+                let code = try QRCode(url.codeText)
                 text += "\nNo peers yet. To pair, scan this code on the other machine, or run there: syncd pair '\(url)'\n"
                 text += code.terminalText(style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain) + "\n"
                 text += url.description + "\n"

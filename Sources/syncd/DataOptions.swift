@@ -3,15 +3,18 @@ import Foundation
 
 /// Where syncd keeps its databases, node identity and settings.
 struct DataOptions: ParsableArguments {
-    @Option(name: .customLong("data"), help: "Data directory (default: $SYNCD_DATA, else ~/.local/share/syncd).")
+    @Option(name: .customLong("data"), help: "Data directory (default: $SYNCD_DATA, else $XDG_DATA_HOME/syncd, else ~/.local/share/syncd).")
     var directory: String?
 
-    /// The data directory in force.
+    /// The data directory in force: `--data`, `$SYNCD_DATA`, `$XDG_DATA_HOME/syncd`, then
+    /// `.local/share/syncd` in `$HOME` or, without it, the passwd entry's home, as XDG tools do.
     var path: String {
         if let directory { return directory }
-        if let environment = ProcessInfo.processInfo.environment["SYNCD_DATA"], !environment.isEmpty { return environment }
-        let home = ProcessInfo.processInfo.environment["XDG_DATA_HOME"].map { $0 + "/syncd" }
-        return home ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.local/share/syncd")
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty }
+        if let data = environment["SYNCD_DATA"] { return data }
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/syncd" }
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return home + "/.local/share/syncd"
     }
 }
 

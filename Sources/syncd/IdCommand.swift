@@ -12,6 +12,10 @@ struct IdCommand: AsyncParsableCommand {
     @OptionGroup var data: DataOptions
 
     func run() async throws {
+        guard NodeIdentity.exists(in: data.path) else {
+            FileHandle.standardError.write(Data("no syncd node in \(data.path) yet: `syncd agent` or `syncd pair` makes one\n".utf8))
+            throw ExitCode(1)
+        }
         let identity = try NodeIdentity.loadOrCreate(in: data.path)
         let urls = ListenerRecord.current(in: data.path)?.urls ?? []
         print("""

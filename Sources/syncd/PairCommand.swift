@@ -139,7 +139,7 @@ struct PairCommand: AsyncParsableCommand {
         }
         let store = InvitationStore(directory: data.path)
         let (invitation, secret) = try store.create(databases: shared, lifetime: Self.duration(expires)!)
-        let url = InvitationURL(host: host, port: port, databases: shared, uuid: identity.uuid, id: identity.id, secret: secret)
+        let url = InvitationURL(host: host, port: port, databases: shared, id: identity.id, secret: secret)
         if json {
             let object: JSON = [
                 "url": .string(url.description), "uuid": .string(identity.uuid), "id": .string(identity.id.description),
@@ -148,7 +148,7 @@ struct PairCommand: AsyncParsableCommand {
             ]
             print(String(decoding: object.serializedBytes(), as: UTF8.self))
         } else {
-            let code = try QRCode(url.description)
+            let code = try QRCode(url.codeText)
             print(code.terminalText(style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain))
             print(url.description)
             print("""

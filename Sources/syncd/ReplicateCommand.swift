@@ -134,6 +134,10 @@ struct ReplicateCommand: AsyncParsableCommand {
         }
         await sides.close()
         printer.finish(final)
+        if let error = final.lastError, error.error == "certificate_untrusted" {
+            throw Self.failure("\(error.endpoint): \(error.reason). If that is the node ID `syncd id` prints on that machine, "
+                               + "run again with --fingerprint and that ID; for a paired peer, use --peer and its name instead.")
+        }
         if let error = final.lastError { throw Self.failure("replication failed: \(error)") }
         if final.docWriteFailures > 0 {
             throw Self.failure("\(final.docWriteFailures) document(s) could not be replicated", code: 2)

@@ -30,7 +30,29 @@ struct Syncd: AsyncParsableCommand {
             BrowseCommand.self,
             AdvertiseCommand.self,
             QRCommand.self,
-        ],
-        defaultSubcommand: InfoCommand.self
+        ]
     )
+
+    /// Bare `syncd`: the running agent's status, else a short usage naming the
+    /// commands a new user needs. It creates nothing.
+    func run() async throws {
+        let data = try DataOptions.parse([]), control = try ControlOptions.parse([])
+        do {
+            _ = try await ControlClient(socketPath: control.path(data: data)).status()
+        } catch ControlClient.Failure.noAgent {
+            print("""
+                syncd keeps JSON document databases the same on the machines of a LAN.
+                No agent is running for \(data.path).
+
+                  syncd agent       run the agent (it prints a QR code to pair another machine)
+                  syncd pair URL    pair with another machine's agent from its invitation
+                  syncd status      show what the running agent is doing
+
+                See 'syncd --help' for every command.
+                """)
+            return
+        } catch {}
+        let status = try StatusCommand.parse([])
+        try await status.run()
+    }
 }

@@ -163,6 +163,9 @@ final class AgentMeshTests: XCTestCase {
             for line in shown.output.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 80, "too wide: \(line)") }
             try await b.put("syncd", "without-avahi", [:])
             try await a.waitUntil("A still receives from B") { try await a.get("syncd", "without-avahi") != nil }
+            // Said once, however often the agent retries; Avahi's sessions say it only at debug level.
+            let said = a.process.errorText.split(separator: "\n").filter { $0.contains("discovery unavailable") }
+            XCTAssertEqual(said.count, 1, a.process.errorText)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Store
 @testable import SyncAgent
+import TestBed
 import Testing
 
 /// The `syncd` command line: what it creates, warns about and prints.
@@ -14,6 +15,37 @@ import Testing
         let add = try SyncdRun(["user", "add", "alice", "--password-file", passwordFile, "--data", data], in: directory.path)
         #expect(await add.finish() == 0, "\(add.errors)")
         #expect(try await UserStore(directory: data, iterations: 1).verify(name: "alice", password: "secret") != nil)
+    }
+
+    /// Bare `syncd` on a machine where nothing ran yet: a short usage naming the
+    /// commands a new user needs, and nothing created; nor by `status`, `id` or `peers`.
+    @Test func commandsThatOnlyReadCreateNothingInAnEmptyHome() throws {
+        let home = try TemporaryDirectory(prefix: "syncd-empty-home")
+        defer { home.remove() }
+        let environment = ["HOME": home.path, "XDG_DATA_HOME": "", "SYNCD_DATA": ""]
+        let syncd = try TestBed.syncdExecutable
+        let bare = try runCommand([syncd], environment: environment, check: false)
+        #expect(bare.status == 0, "\(bare.errorOutput)")
+        #expect(bare.output.contains("No agent is running for \(home.path)/.local/share/syncd."), "\(bare.output)")
+        for command in ["agent", "pair URL", "status"] { #expect(bare.output.contains("syncd \(command) "), "\(bare.output)") }
+        #expect(try runCommand([syncd, "status"], environment: environment, check: false).status == 3)
+        let id = try runCommand([syncd, "id"], environment: environment, check: false)
+        #expect(id.status == 1 && id.errorOutput.contains("no syncd node in"), "\(id.errorOutput)")
+        #expect(try runCommand([syncd, "peers"], environment: environment, check: false).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home.path).isEmpty)
+    }
+
+    /// The default data directory follows `$XDG_DATA_HOME`, then `$HOME`, as other XDG tools do.
+    @Test func theDefaultDataDirectoryFollowsXDGThenHome() throws {
+        let home = try TemporaryDirectory(prefix: "syncd-home")
+        defer { home.remove() }
+        let syncd = try TestBed.syncdExecutable
+        let inHome = try runCommand([syncd, "info"], environment: ["HOME": home.path, "XDG_DATA_HOME": "", "SYNCD_DATA": ""])
+        #expect(inHome.output.contains("data directory: \(home.path)/.local/share/syncd\n"), "\(inHome.output)")
+        #expect(FileManager.default.fileExists(atPath: home.path + "/.local/share/syncd/syncd.sqlite"))
+        let xdg = home.path + "/xdg"
+        let inXDG = try runCommand([syncd, "info"], environment: ["HOME": home.path, "XDG_DATA_HOME": xdg, "SYNCD_DATA": ""])
+        #expect(inXDG.output.contains("data directory: \(xdg)/syncd\n"), "\(inXDG.output)")
     }
 
     @Test func servingWithoutUsersOrPeersWarns() async throws {

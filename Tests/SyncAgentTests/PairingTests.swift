@@ -213,10 +213,21 @@ final class PairingTests: XCTestCase {
         XCTAssertNil(NodeID("not-an-id"))
         XCTAssertEqual(NodeIdentity.uuid(inCertificateDER: identity.certificateDER), identity.uuid)
 
-        let url = InvitationURL(host: "192.168.1.20", port: 5984, databases: ["my notes"], uuid: identity.uuid, id: id, secret: "abc234")
+        let url = InvitationURL(host: "192.168.1.20", port: 5984, databases: ["my notes"], id: id, secret: "abc234")
         XCTAssertEqual(try InvitationURL(url.description), url)
-        XCTAssertTrue(url.description.hasPrefix("https://192.168.1.20:5984/my%20notes#uuid="))
-        XCTAssertEqual(try InvitationURL(InvitationURL(host: "fd00::1", port: 1, databases: ["d", "e,f"], uuid: identity.uuid, id: id, secret: "s").description).databases, ["d", "e,f"])
+        XCTAssertEqual(try InvitationURL(url.codeText), url)
+        XCTAssertEqual(url.description, "https://192.168.1.20:5984/my%20notes#\(id.compact)-ABC234")
+        XCTAssertEqual(url.codeText, "HTTPS://192.168.1.20:5984/my%20notes#\(id.compact)-ABC234")
+        XCTAssertEqual(try InvitationURL(InvitationURL(host: "fd00::1", port: 1, databases: ["d", "e,f"], id: id, secret: "s").description).databases, ["d", "e,f"])
+        // The default database goes unnamed.
+        let plain = InvitationURL(host: "10.0.0.2", port: 6984, databases: ["syncd"], id: id, secret: "qbuq")
+        XCTAssertEqual(plain.description, "https://10.0.0.2:6984/#\(id.compact)-QBUQ")
+        XCTAssertEqual(try InvitationURL(plain.description).databases, ["syncd"])
+        // The earlier, longer form is still read, with the UUID it carries.
+        let earlier = try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&id=\(id.compact)&dbs=notes,photos&secret=abc234")
+        XCTAssertEqual(earlier, InvitationURL(host: "192.168.1.20", port: 5984, databases: ["notes", "photos"], uuid: identity.uuid, id: id, secret: "abc234"))
+        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/#\(id.compact)"))
+        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/#NOTANID-ABC"))
         XCTAssertThrowsError(try InvitationURL("http://192.168.1.20:5984/notes"))
         XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&secret=x"))
     }

@@ -69,6 +69,34 @@ import Testing
         #expect(!output.contains("offline"), "one attempt, no retries: \(output)")
     }
 
+    /// An HTTPS server whose certificate nothing vouches for (another agent): a final
+    /// error at once, in plain words, naming the node ID it presented and the way forward.
+    @Test func anUntrustedCertificateFailsAtOnceNamingTheNodeID() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-replicate-untrusted")
+        defer { directory.remove() }
+        let server = try await TestListener.start { $0.tls = true }
+        let id = server.listener.identity.id.description
+        let url = server.anonymousURL + "/db"
+        let started = ContinuousClock.now
+        let run = try ReplicateProcess(["replicate", url, "copy", "--data", directory.path], captureErrors: true)
+        let (status, output) = await run.finish()
+        let elapsed = ContinuousClock.now - started
+        #expect(status == 1, "\(output) \(run.errors)")
+        #expect(elapsed < .seconds(2), "a trust failure is final: no retries (\(elapsed))")
+        #expect(run.errors.contains("the server's certificate is not trusted (its node ID is \(id))"), "\(run.errors)")
+        #expect(run.errors.contains("--fingerprint") && run.errors.contains("--peer"), "\(run.errors)")
+        for leak in ["NIOSSL", "BoringSSL", ".build", "handshakeFailed", "Error:"] {
+            #expect(!run.errors.contains(leak), "\(run.errors)")
+        }
+
+        // With that ID pinned, the trust question is settled: what remains is the login.
+        let pinned = try ReplicateProcess(["replicate", url, "copy", "--fingerprint", id, "--data", directory.path], captureErrors: true)
+        let (pinnedStatus, _) = await pinned.finish()
+        #expect(pinnedStatus != 0)
+        #expect(!pinned.errors.contains("not trusted") && pinned.errors.contains("401"), "\(pinned.errors)")
+        await server.stop()
+    }
+
     /// Ctrl-C while a continuous replication is offline ends it cleanly: exit 0, no error.
     @Test func interruptingAnOfflineContinuousReplicationIsNoError() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-offline")

@@ -312,9 +312,10 @@ public final class Agent: Service, Sendable {
                     case .available: .init(state: "running", reason: nil)
                     case .unavailable(let why): .init(state: "unavailable", reason: why.description)
                     }
+                    // Logged when the state changes, not when only the reason does (each retry's).
                     let changed = state.withLock { state in
                         defer { state.discovery = report }
-                        return state.discovery != report
+                        return state.discovery.state != report.state
                     }
                     if changed {
                         if report.state == "running" { logger.notice("discovery running") } else {

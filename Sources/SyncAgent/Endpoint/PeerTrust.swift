@@ -28,11 +28,32 @@ public enum PeerTrust: Sendable {
     /// fingerprint is `expected`; any other certificate ends the handshake.
     static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String,
                                  deadline: TimeAmount = .seconds(10)) async throws(EndpointError) -> NIOSSLCertificate {
-        /// What the handshake showed.
-        enum Seen { case matching(NIOSSLCertificate), other, nothing }
-        let wanted = normalized(expected)
+        let certificate = try await presentedCertificate(host: host, port: port, endpoint: endpoint, deadline: deadline)
+        let seen = NodeID(certificateDER: (try? certificate.toDERBytes()) ?? [])
+        guard seen.fingerprint == normalized(expected) else {
+            throw EndpointError(status: 495, error: "certificate_mismatch",
+                                reason: "the server's certificate does not have the pinned fingerprint: its node ID is \(seen)",
+                                endpoint: endpoint)
+        }
+        return certificate
+    }
+
+    /// The server's certificate is not trusted (system roots, or no pin): a final error
+    /// naming the node ID that `host` presents, so that a person can check it and pin it.
+    static func untrusted(host: String, port: Int, endpoint: String) async -> EndpointError {
+        let seen = try? await presentedCertificate(host: host, port: port, endpoint: endpoint, deadline: .seconds(2))
+        let id = seen.flatMap { try? $0.toDERBytes() }.map { NodeID(certificateDER: $0).description }
+        return EndpointError(status: 495, error: "certificate_untrusted",
+                             reason: "the server's certificate is not trusted" + (id.map { " (its node ID is \($0))" } ?? ""),
+                             endpoint: endpoint)
+    }
+
+    /// The certificate `host` presents in a TLS handshake, which is then ended:
+    /// nothing is sent to a server whose certificate is not checked yet.
+    private static func presentedCertificate(host: String, port: Int, endpoint: String,
+                                             deadline: TimeAmount) async throws(EndpointError) -> NIOSSLCertificate {
         let group = MultiThreadedEventLoopGroup.singleton
-        let promise = group.next().makePromise(of: Seen.self)
+        let promise = group.next().makePromise(of: NIOSSLCertificate?.self)
         do {
             let context = try NIOSSLContext(configuration: TLSSettings.system())
             let channel = try await ClientBootstrap(group: group)
@@ -40,10 +61,8 @@ public enum PeerTrust: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
-                            let leaf = chain.first
-                            let matches = (try? leaf.map(fingerprint(of:))) == wanted
-                            promise.succeed(matches ? .matching(leaf!) : .other)
-                            verdict.succeed(matches ? .certificateVerified : .failed)
+                            promise.succeed(chain.first)
+                            verdict.succeed(NIOSSLVerificationResult.failed)
                         }
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
@@ -51,25 +70,20 @@ public enum PeerTrust: Sendable {
                 .connect(host: host, port: port).get()
             // A server that accepts the connection but never finishes the handshake is given up on.
             let giveUp = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
-            channel.closeFuture.whenComplete { _ in promise.succeed(.nothing) }
+            channel.closeFuture.whenComplete { _ in promise.succeed(Optional<NIOSSLCertificate>.none) }
             let seen = try await promise.futureResult.get()
             giveUp.cancel()
             try? await channel.close()
-            switch seen {
-            case .matching(let certificate):
-                return certificate
-            case .other:
-                throw EndpointError(status: 495, error: "certificate_mismatch",
-                                    reason: "the server's certificate does not have the pinned fingerprint", endpoint: endpoint)
-            case .nothing:
+            guard let seen else {
                 throw EndpointError.unreachable(endpoint, "the server sent no certificate within \(deadline.nanoseconds / 1_000_000_000) s (is it serving HTTPS?)")
             }
+            return seen
         } catch let error as EndpointError {
             throw error
         } catch {
-            promise.succeed(.nothing)
+            promise.succeed(nil)
             if let failure = ConnectionFailure.describe(error) { throw .cannotConnect(endpoint, failure) }
-            throw .unreachable(endpoint, "TLS connection failed: \(error)")
+            throw .unreachable(endpoint, "TLS connection failed: \(ConnectionFailure.tls(error) ?? "the handshake failed")")
         }
     }
 }

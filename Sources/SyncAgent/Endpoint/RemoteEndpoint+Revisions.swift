@@ -91,7 +91,7 @@ extension RemoteEndpoint {
         } catch let error as ResultsSplitter.FramingError {
             throw .badResponse(displayName, "malformed _bulk_get answer: \(error)")
         } catch {
-            throw .unreachable(displayName, "reading the answer to POST \(path) failed: \(Self.describe(error))")
+            throw .unreachable(displayName, "reading the answer to POST \(path) failed: \(ConnectionFailure.plain(error))")
         }
         // A document the answer left out is neither written nor refused: it must not be passed over.
         for request in requests where !answered.contains(request.id) {
@@ -164,7 +164,7 @@ extension RemoteEndpoint {
         } catch let error as StoreError {
             return .failure(.badResponse(displayName, "unreadable open_revs attachment: \(error)"))
         } catch {
-            return .failure(.unreachable(displayName, "reading the answer to GET \(path) failed: \(Self.describe(error))"))
+            return .failure(.unreachable(displayName, "reading the answer to GET \(path) failed: \(ConnectionFailure.plain(error))"))
         }
     }
 

@@ -209,7 +209,7 @@ public final class RemoteEndpoint: Endpoint {
         } catch is NIOTooManyBytesError {
             throw .badResponse(displayName, "\(method) \(path) answered more than \(limit >> 20) MiB")
         } catch {
-            throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(Self.describe(error))")
+            throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(ConnectionFailure.plain(error))")
         }
     }
 
@@ -254,7 +254,10 @@ public final class RemoteEndpoint: Endpoint {
             return try await client.execute(request, timeout: .init(timeout))
         } catch {
             if let reason = ConnectionFailure.describe(error) { throw .cannotConnect(displayName, reason) }
-            throw .unreachable(displayName, "\(method) \(path) failed: \(Self.describe(error))")
+            if ConnectionFailure.isUntrusted(error) {
+                throw await PeerTrust.untrusted(host: configuration.url.host, port: configuration.url.port, endpoint: displayName)
+            }
+            throw .unreachable(displayName, "\(method) \(path) failed: \(ConnectionFailure.plain(error))")
         }
     }
 

@@ -41,6 +41,11 @@ public struct NodeIdentity: Sendable {
     /// The subject's common name is this prefix and the UUID.
     static let commonNamePrefix = "syncd node "
 
+    /// Whether `directory` holds a node's identity (a command that only reads it must not make one).
+    public static func exists(in directory: String) -> Bool {
+        FileManager.default.fileExists(atPath: directory + "/" + uuidFile)
+    }
+
     /// Reads the identity from `directory`, making any part that is missing.
     public static func loadOrCreate(in directory: String) throws -> NodeIdentity {
         try DataDirectory.create(directory)

@@ -9,7 +9,8 @@ import Store
 /// 1. Connects to the URL's listener and checks, in the TLS handshake, that
 ///    its certificate has the node ID the URL carries; any other certificate
 ///    ends the handshake before a byte of the request is sent.
-/// 2. Checks that the certificate names the URL's node UUID.
+/// 2. Reads the node's UUID from that certificate (and checks it against the
+///    URL's, when the URL carries one).
 /// 3. Sends the invitation's secret over TLS pinned to that certificate,
 ///    presenting this node's certificate as client certificate.
 /// 4. Records the inviting node as a paired peer.
@@ -33,10 +34,7 @@ public struct PairingClient: Sendable {
 
     /// Joins the node of `invitation`; returns it as recorded.
     public func join(_ invitation: InvitationURL) async throws(PairingError) -> PairedPeer {
-        guard invitation.uuid != identity.uuid else { throw .invalidURL("the URL is this node's own invitation") }
-        if let taken = peers.conflict(uuid: invitation.uuid, id: invitation.id) {
-            throw .wrongNode("node UUID \(invitation.uuid) is already paired here with ID \(taken.id.short), not \(invitation.id.short)")
-        }
+        guard invitation.id != identity.id else { throw .invalidURL("the URL is this node's own invitation") }
         let certificate: NIOSSLCertificate
         do {
             certificate = try await PeerTrust.fetchCertificate(host: invitation.host, port: invitation.port,
@@ -46,18 +44,24 @@ public struct PairingClient: Sendable {
         } catch {
             throw .unreachable(error.reason)
         }
-        guard let der = try? certificate.toDERBytes(), NodeIdentity.uuid(inCertificateDER: der) == invitation.uuid else {
+        guard let der = try? certificate.toDERBytes(), let uuid = NodeIdentity.uuid(inCertificateDER: der) else {
+            throw .wrongNode("the server's certificate names no syncd node UUID")
+        }
+        guard invitation.uuid.map({ $0 == uuid }) ?? true else {
             throw .wrongNode("the server's certificate does not name the node UUID the URL carries")
+        }
+        if let taken = peers.conflict(uuid: uuid, id: invitation.id) {
+            throw .wrongNode("node UUID \(uuid) is already paired here with ID \(taken.id.short), not \(invitation.id.short)")
         }
 
         let answer = try await send(invitation, trusting: certificate)
         // Only what the URL (out of band) said is shared: an inviting node cannot widen it.
         let answered = Set((answer["databases"]?.arrayValue ?? []).compactMap(\.stringValue))
         let databases = invitation.databases.filter(answered.contains)
-        guard answer["uuid"]?.stringValue == invitation.uuid, !databases.isEmpty else {
+        guard answer["uuid"]?.stringValue == uuid, !databases.isEmpty else {
             throw .internal("the inviting node's answer does not match its invitation")
         }
-        let peer = PairedPeer(uuid: invitation.uuid, id: invitation.id,
+        let peer = PairedPeer(uuid: uuid, id: invitation.id,
                               name: CouchResponder.peerName(answer["name"]?.stringValue) ?? "node " + invitation.id.short,
                               addresses: [HostPort.join(invitation.host, invitation.port)], databases: databases)
         do {
@@ -94,7 +98,7 @@ public struct PairingClient: Sendable {
             status = response.status.code
             bytes = try await response.body.collect(upTo: 1 << 20)
         } catch {
-            throw .unreachable(RemoteEndpoint.describe(error))
+            throw .unreachable(ConnectionFailure.plain(error))
         }
         let json = try? JSON(parsing: Array(bytes.readableBytesView))
         let reason = json?["reason"]?.stringValue ?? "status \(status)"

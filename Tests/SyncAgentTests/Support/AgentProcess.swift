@@ -44,7 +44,7 @@ final class AgentProcess: Sendable {
 
     /// The invitation URL the agent printed, when it had no peers.
     var invitation: String? {
-        process.lines.first { $0.hasPrefix("https://") && $0.contains("#uuid=") }
+        process.lines.first { $0.hasPrefix("https://") && $0.contains("/#") }
     }
 
     /// The control socket.
