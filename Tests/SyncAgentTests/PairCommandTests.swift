@@ -2,6 +2,7 @@
 import Store
 import SyncAgent
 import Foundation
+import TestBed
 import XCTest
 
 /// `syncd pair`, `syncd peers`, `syncd id` as a user runs them: one machine
@@ -50,6 +51,9 @@ final class PairCommandTests: XCTestCase {
         XCTAssertLessThanOrEqual(modules, 41, second.code.joined(separator: "\n"))
         let image = directory.path + "/code.png"
         try Data(Self.paint(second.code)).write(to: URL(fileURLWithPath: image))
+        // zbarimg reads it as the URL in capitals (the code's alphanumeric mode), which pairs as well.
+        let zbar = try runCommand(["/usr/bin/zbarimg", "--raw", "-q", image])
+        XCTAssertEqual(zbar.output.trimmingCharacters(in: .newlines), try InvitationURL(second.url).codeText)
         let fromImage = try SyncdCommand.run(["pair", "--image", image, "--data", c, "--name", "charlie"])
         XCTAssertEqual(fromImage.status, 0, fromImage.error)
         XCTAssertTrue(fromImage.output.hasPrefix("paired with alpha ("), fromImage.output)
