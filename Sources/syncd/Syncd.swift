@@ -33,10 +33,12 @@ struct Syncd: AsyncParsableCommand {
         ]
     )
 
+    @OptionGroup var data: DataOptions
+    @OptionGroup var control: ControlOptions
+
     /// Bare `syncd`: the running agent's status, else a short usage naming the
     /// commands a new user needs. It creates nothing.
     func run() async throws {
-        let data = try DataOptions.parse([]), control = try ControlOptions.parse([])
         do {
             _ = try await ControlClient(socketPath: control.path(data: data)).status()
         } catch ControlClient.Failure.noAgent {
@@ -52,7 +54,8 @@ struct Syncd: AsyncParsableCommand {
                 """)
             return
         } catch {}
-        let status = try StatusCommand.parse([])
+        let options = (data.directory.map { ["--data", $0] } ?? []) + (control.path.map { ["--control-socket", $0] } ?? [])
+        let status = try StatusCommand.parse(options)
         try await status.run()
     }
 }

@@ -95,8 +95,9 @@ struct AgentConfigurationTests {
     @Test(arguments: [
         ("[listener]\nport = \"x\"", "listener.port must be an integer"),
         ("[listener]\nport = 70000", "listener.port must be between 0 and 65535"),
-        ("[listener]\nidle_timeout = 0", "listener.idle_timeout must be a number of seconds above 0 and at most 86400"),
-        ("[listener]\nhandshake_timeout = \"5s\"", "listener.handshake_timeout must be a number of seconds above 0 and at most 86400"),
+        ("[listener]\nidle_timeout = 0", "listener.idle_timeout must be a number of seconds from 0.001 to 86400"),
+        ("[listener]\nidle_timeout = 0.0001", "listener.idle_timeout must be a number of seconds from 0.001 to 86400"),
+        ("[listener]\nhandshake_timeout = \"5s\"", "listener.handshake_timeout must be a number of seconds from 0.001 to 86400"),
         ("[listener]\nmax_connections = -1", "listener.max_connections must be positive"),
         ("[listener]\nmax_feeds_per_client = 1.5", "listener.max_feeds_per_client must be an integer"),
         ("[listner]\nport = 1", "unknown key listner (known here: database, discovery, listener, node, peer, remote)"),

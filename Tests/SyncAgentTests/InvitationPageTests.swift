@@ -64,6 +64,9 @@ final class InvitationPageTests: XCTestCase {
         XCTAssertTrue(url.hasPrefix("https://127.0.0.1:"), url)
         XCTAssertEqual(read("command").trimmingCharacters(in: .newlines), "syncd pair '\(url)'", read("dom.html"))
         XCTAssertTrue(read("dom.html").contains("kitchen &lt;&amp;&gt;"), read("dom.html"))
+        // A link to the real node with a shell command in its fragment gets no command to copy.
+        XCTAssertEqual(read("crafted-command").trimmingCharacters(in: .newlines),
+                       "This address is not a complete syncd invitation: scan the code again.", read("crafted.html"))
         let png = try Data(contentsOf: URL(fileURLWithPath: out.path + "/page.png"))
         XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG screenshot")
         XCTAssertGreaterThan(png.count, 10_000, "the screenshot shows a page")

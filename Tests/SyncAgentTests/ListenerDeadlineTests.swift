@@ -97,14 +97,7 @@ final class ListenerDeadlineTests: XCTestCase {
             $0.limits.maximumConnections = 4
             $0.limits.maximumConnectionsPerClient = 3
         }
-        /// An anonymous request answered, and the connection kept open.
-        func stranger(from source: String) throws -> RawHTTPConnection {
-            let connection = try RawHTTPConnection(url: server.anonymousURL, source: source)
-            try connection.get("/_up")
-            XCTAssertTrue(connection.read(until: { $0.contains("\r\n\r\n") && $0.contains("}") }), connection.text)
-            XCTAssertFalse(connection.closedByServer)
-            return connection
-        }
+        func stranger(from source: String) throws -> RawHTTPConnection { try Self.stranger(server, from: source) }
         // Three strangers from one address and one from another hold every slot.
         let crowd = try (0..<3).map { _ in try stranger(from: "127.0.0.2") }
         let lone = try stranger(from: "127.0.0.3")
@@ -128,6 +121,31 @@ final class ListenerDeadlineTests: XCTestCase {
         let displaced = metrics.split(separator: "\n").first { $0.hasPrefix(#"syncd_listener_connections_cut_total{reason="stranger_displaced"}"#) }
         XCTAssertGreaterThanOrEqual(displaced?.split(separator: " ").last.flatMap { Int($0) } ?? 0, 2, metrics)
         for connection in crowd + [lone, fourth, user] { connection.close() }
+    }
+
+    func testAUsersConnectionIsNeverTheOneDisplacedHoweverOld() async throws {
+        let server = try await startListener { $0.limits.maximumConnections = 2 }
+        // The user first, from an address of its own; then a stranger: the budget is full.
+        let user = try RawHTTPConnection(url: server.url, source: "127.0.0.4")
+        try user.get("/_up")
+        XCTAssertTrue(user.read(until: { $0.contains("200 OK") && $0.contains("}") }), user.text)
+        let first = try Self.stranger(server, from: "127.0.0.2")
+        // One more: the stranger's connection goes, not the older one of the user.
+        let second = try Self.stranger(server, from: "127.0.0.3")
+        XCTAssertTrue(first.closed(within: .seconds(3)), "the stranger made room")
+        try user.get("/_up")
+        XCTAssertTrue(user.read(until: { $0.components(separatedBy: "200 OK").count == 3 }), user.text)
+        XCTAssertFalse(user.closedByServer)
+        for connection in [user, first, second] { connection.close() }
+    }
+
+    /// An anonymous request answered on a connection kept open.
+    private static func stranger(_ server: TestListener, from source: String) throws -> RawHTTPConnection {
+        let connection = try RawHTTPConnection(url: server.anonymousURL, source: source)
+        try connection.get("/_up")
+        XCTAssertTrue(connection.read(until: { $0.contains("\r\n\r\n") && $0.contains("}") }), connection.text)
+        XCTAssertFalse(connection.closedByServer)
+        return connection
     }
 
     func testQuietFeedsOutliveTheIdleTimeoutThatClosesIdleConnections() async throws {

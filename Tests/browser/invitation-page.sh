@@ -4,7 +4,8 @@
 # browser nor the listener can reach anything else).
 # Usage: unshare --net invitation-page.sh SYNCD OUTPUT-DIRECTORY
 # Writes to OUTPUT-DIRECTORY: url (the invitation URL syncd pair printed),
-# command (the command text in the page's DOM) and page.png (a screenshot).
+# command (the command text in the page's DOM), page.png (a screenshot) and
+# crafted-command (the same for the URL with a shell command in its fragment).
 set -euo pipefail
 syncd=$1 out=$2
 ip link set lo up
@@ -20,3 +21,6 @@ browser=(chromium --headless --no-sandbox --ignore-certificate-errors --disable-
 timeout 60 "${browser[@]}" --dump-dom "$url" 2> "$out/browser.err" > "$out/dom.html"
 sed -n 's|.*<pre id="command">\([^<]*\)</pre>.*|\1|p' "$out/dom.html" | sed 's/&amp;/\&/g; s/&lt;/</g; s/&gt;/>/g; s/&#39;/'"'"'/g' > "$out/command"
 timeout 60 "${browser[@]}" --screenshot="$out/page.png" --window-size=500,900 "$url" 2>> "$out/browser.err" > /dev/null
+crafted="${url%%#*}#${url#*#}';echo\${IFS}pwned;'"
+timeout 60 "${browser[@]}" --dump-dom "$crafted" 2>> "$out/browser.err" > "$out/crafted.html"
+sed -n 's|.*<pre id="command">\([^<]*\)</pre>.*|\1|p' "$out/crafted.html" > "$out/crafted-command"

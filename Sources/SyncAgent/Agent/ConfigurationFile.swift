@@ -215,11 +215,11 @@ private struct Keys {
         return number
     }
 
-    /// A positive number of seconds, at most a day (fractions allowed).
+    /// A number of seconds from a millisecond to a day (fractions allowed).
     func seconds(_ key: String) throws(ConfigurationError) -> Duration? {
         guard let value = object[key] else { return nil }
-        guard case .number(let seconds) = value, seconds > 0, seconds <= 86_400 else {
-            throw error(key, "must be a number of seconds above 0 and at most 86400")
+        guard case .number(let seconds) = value, seconds >= 0.001, seconds <= 86_400 else {
+            throw error(key, "must be a number of seconds from 0.001 to 86400")
         }
         return .milliseconds(Int((seconds * 1000).rounded()))
     }

@@ -254,7 +254,9 @@ public final class RemoteEndpoint: Endpoint {
             return try await client.execute(request, timeout: .init(timeout))
         } catch {
             if let reason = ConnectionFailure.describe(error) { throw .cannotConnect(displayName, reason) }
-            if ConnectionFailure.isUntrusted(error) {
+            // With no pin, nothing vouches for the server: final, for a person to check. A pinned
+            // peer whose address now answers with another certificate is only unreachable there.
+            if case .system = configuration.trust, ConnectionFailure.isUntrusted(error) {
                 throw await PeerTrust.untrusted(host: configuration.url.host, port: configuration.url.port, endpoint: displayName)
             }
             throw .unreachable(displayName, "\(method) \(path) failed: \(ConnectionFailure.plain(error))")

@@ -72,8 +72,8 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
         if !requested, case .head = unwrapInboundIn(data) {
             requested = true
             deadline?.cancel()
-            limits.pending.remove(context.channel)
-            admit(context)
+            // One displaced or past its deadline is being closed: it takes no slot from another.
+            if limits.pending.remove(context.channel) { admit(context) }
         }
         guard let refusal else { return context.fireChannelRead(data) }
         guard !answered, case .head = unwrapInboundIn(data) else { return }

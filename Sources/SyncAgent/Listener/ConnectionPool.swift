@@ -34,23 +34,39 @@ final class ConnectionPool: Sendable {
         var next: UInt64 = 0
         var entries: [ObjectIdentifier: Entry] = [:]
         var byAddress: [String: Int] = [:]
+        /// Strangers' connections per address (kept as they come and go: a full pool's hot path).
+        var strangersByAddress: [String: Int] = [:]
 
         mutating func remove(_ key: ObjectIdentifier) -> Entry? {
             guard let entry = entries.removeValue(forKey: key) else { return nil }
-            let left = byAddress[entry.address, default: 1] - 1
-            byAddress[entry.address] = left > 0 ? left : nil
+            Self.decrement(&byAddress, entry.address)
+            if !entry.trusted { Self.decrement(&strangersByAddress, entry.address) }
             return entry
+        }
+
+        mutating func trust(_ key: ObjectIdentifier) {
+            guard let entry = entries[key], !entry.trusted else { return }
+            entries[key]?.trusted = true
+            Self.decrement(&strangersByAddress, entry.address)
         }
 
         /// The oldest stranger's connection from `address`, or (`nil`) from the
         /// addresses holding the most strangers' connections.
         func displaceable(from address: String?) -> ObjectIdentifier? {
-            let strangers = entries.lazy.filter { !$0.value.trusted && (address == nil || $0.value.address == address) }
-            if address != nil { return strangers.min { $0.value.order < $1.value.order }?.key }
-            var counts: [String: Int] = [:]
-            for entry in strangers { counts[entry.value.address, default: 0] += 1 }
-            guard let most = counts.values.max() else { return nil }
-            return strangers.filter { counts[$0.value.address] == most }.min { $0.value.order < $1.value.order }?.key
+            let crowded: (String) -> Bool
+            if let address {
+                crowded = { $0 == address }
+            } else {
+                guard let most = strangersByAddress.values.max() else { return nil }
+                crowded = { strangersByAddress[$0] == most }
+            }
+            return entries.lazy.filter { !$0.value.trusted && crowded($0.value.address) }
+                .min { $0.value.order < $1.value.order }?.key
+        }
+
+        private static func decrement(_ counts: inout [String: Int], _ address: String) {
+            let left = counts[address, default: 1] - 1
+            counts[address] = left > 0 ? left : nil
         }
     }
     private let state = Locked(State())
@@ -60,6 +76,7 @@ final class ConnectionPool: Sendable {
     let maximumPerClient: Int
 
     init(maximum: Int, maximumPerClient: Int = .max) {
+        precondition(maximum > 0 && maximumPerClient > 0, "a pool holds at least one connection")
         self.maximum = maximum
         self.maximumPerClient = maximumPerClient
     }
@@ -80,6 +97,7 @@ final class ConnectionPool: Sendable {
             let displaced = room.flatMap { state.remove($0)?.channel }
             state.entries[ObjectIdentifier(channel)] = Entry(order: state.next, address: address, channel: channel)
             state.byAddress[address, default: 0] += 1
+            state.strangersByAddress[address, default: 0] += 1
             state.next += 1
             return .success(displaced)
         }
@@ -87,7 +105,7 @@ final class ConnectionPool: Sendable {
 
     /// Marks `channel` trusted (a request on it proved a user): it is never displaced.
     func trust(_ channel: any Channel) {
-        state.withLock { $0.entries[ObjectIdentifier(channel)]?.trusted = true }
+        state.withLock { $0.trust(ObjectIdentifier(channel)) }
     }
 
     /// Removes `channel` (it left this pool, or it closed); returns whether it was in it.

@@ -6,7 +6,8 @@ import Hummingbird
 /// its browser, which asks for HTML with no credentials. While an invitation to
 /// the databases the path names is open, that request gets a small page saying
 /// what this is, which machine invites, and the exact `syncd pair '…'` command
-/// with a copy button. The command is built in the page from `location.href`:
+/// with a copy button. The command is built in the page from its own address, and
+/// only from one that is an invitation's characters (no quote can reach the shell):
 /// the fragment (and so the secret) never reaches the server, and the page loads
 /// nothing and sends nothing anywhere (its Content-Security-Policy forbids it).
 /// Every other request goes on to the CouchDB API.
@@ -77,8 +78,14 @@ enum InvitationPage {
         the server, and this page sends nothing anywhere.</p>
         <script>
         "use strict";
-        const command = "syncd pair '" + location.href + "'";
-        document.getElementById("command").textContent = command;
+        // Only an invitation's own characters reach the command: a link that carries anything
+        // else (a quote, a space, a shell command) gets no command to copy.
+        const valid = /^#[A-Z2-7]{52}-[A-Z2-7]{1,128}$/i.test(location.hash)
+          && /^\\/[a-z0-9_$()+%,-]*$/.test(location.pathname);
+        const command = valid ? "syncd pair '" + location.origin + location.pathname + location.hash + "'" : "";
+        document.getElementById("command").textContent =
+          valid ? command : "This address is not a complete syncd invitation: scan the code again.";
+        document.getElementById("copy").disabled = !valid;
         document.getElementById("copy").addEventListener("click", async () => {
           const said = document.getElementById("copied");
           try { await navigator.clipboard.writeText(command); said.textContent = "Copied."; }

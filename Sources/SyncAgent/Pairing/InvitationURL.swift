@@ -10,7 +10,8 @@ import Foundation
 /// The ID and secret travel in the fragment, which clients never send to a
 /// server, so no proxy or server log records them. They are upper-case base32,
 /// so that a QR code carries them in its compact alphanumeric mode (``codeText``):
-/// 41 modules or fewer for an IPv4 address. The ID arrived out of band (a scanned
+/// 37 modules for an IPv4 address and the default database, 41 with a list of
+/// databases or an IPv6 address. The ID arrived out of band (a scanned
 /// code, a pasted URL): the joining node trusts the certificate that has it and
 /// no other, with no trust on first use, and reads the node's UUID from that
 /// certificate. The longer form of earlier versions (`/db#uuid=…&id=…&secret=…`)
@@ -100,7 +101,7 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "https://" + rest }
 
     /// The text a QR code carries: the same URL with its scheme in capitals, so that all
-    /// but the `#` fits the code's alphanumeric mode (an IPv4 invitation: 41 modules or fewer).
+    /// but the `#` (and a database name) fits the code's alphanumeric mode.
     public var codeText: String { "HTTPS://" + rest }
 
     private var rest: String {

@@ -50,6 +50,7 @@ public struct PairingClient: Sendable {
         guard invitation.uuid.map({ $0 == uuid }) ?? true else {
             throw .wrongNode("the server's certificate does not name the node UUID the URL carries")
         }
+        guard uuid != identity.uuid else { throw .wrongNode("the server's certificate names this node's own UUID") }
         if let taken = peers.conflict(uuid: uuid, id: invitation.id) {
             throw .wrongNode("node UUID \(uuid) is already paired here with ID \(taken.id.short), not \(invitation.id.short)")
         }
