@@ -203,6 +203,7 @@ final class AgentTests: XCTestCase {
             [discovery]
             enabled = false
             """)
+        defer { agent.stop() }
         let url = try XCTUnwrap(agent.urls.first { $0.hasPrefix("https://127.0.0.1") }, "\(agent.urls)")
         // One byte of a TLS record and nothing more: closed after half a second, not the default 5 s.
         let stalled = try RawHTTPConnection(url: url)
