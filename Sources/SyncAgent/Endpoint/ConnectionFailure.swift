@@ -27,10 +27,9 @@ enum ConnectionFailure {
     }
 
     /// Whether `error` is a TLS handshake that failed because the server's certificate is not trusted.
-    static func isUntrusted(_ error: any Error) -> Bool {
-        guard let error = error as? NIOSSLError, case .handshakeFailed = error else { return false }
-        return String(describing: error).contains("CERTIFICATE_VERIFY_FAILED")
-    }
+    static func isUntrusted(_ error: any Error) -> Bool { tls(error) == untrusted }
+
+    private static let untrusted = "the server's certificate is not trusted"
 
     /// What a TLS error means, in plain words (never the library's type names or
     /// source paths), or `nil` when `error` is not one.
@@ -39,7 +38,7 @@ enum ConnectionFailure {
         switch error {
         case .handshakeFailed:
             let text = String(describing: error)
-            if text.contains("CERTIFICATE_VERIFY_FAILED") { return "the server's certificate is not trusted" }
+            if text.contains("CERTIFICATE_VERIFY_FAILED") { return untrusted }
             if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") {
                 return "the server does not speak TLS (is it serving plain HTTP?)"
             }

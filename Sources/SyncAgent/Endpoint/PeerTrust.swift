@@ -14,11 +14,6 @@ public enum PeerTrust: Sendable {
     /// case ignored, or a node ID), verified in the TLS handshake's callback.
     case fingerprint(String)
 
-    /// The SHA-256 of a certificate's DER encoding, lower-case hex.
-    public static func fingerprint(of certificate: NIOSSLCertificate) throws -> String {
-        NodeID(certificateDER: try certificate.toDERBytes()).fingerprint
-    }
-
     /// `fingerprint` (hex with or without colons, or a node ID) as 64 lower-case hex digits.
     static func normalized(_ fingerprint: String) -> String {
         NodeID(fingerprint)?.fingerprint ?? fingerprint.lowercased()
