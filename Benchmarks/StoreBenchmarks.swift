@@ -121,7 +121,7 @@ func runStoreBenchmarks(arguments: [String]) async throws {
 }
 
 /// Deletes a database file with its write-ahead log, shared memory and attachments.
-private func removeDatabase(at path: String) {
+func removeDatabase(at path: String) {
     for suffix in ["", "-wal", "-shm", ".attachments"] { try? FileManager.default.removeItem(atPath: path + suffix) }
 }
 

@@ -20,6 +20,8 @@ case "discovery":
     try await runDiscoveryBenchmark()
 case "agent":
     try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
+case "query":
+    try await runQueryBenchmarks(arguments: Array(arguments.dropFirst()))
 default:
     print("""
         usage: syncd-bench store [--docs N]     bulk load vs plain SQLite, concurrent writes and read latency, changes feed
@@ -41,6 +43,9 @@ default:
                                                 a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
                syncd-bench agent mesh [--samples 300] [--rounds 1] [--before OLD-SYNCD]
                                                 a hub and 3 spokes: write-to-readable latency, 3 x 1,000 convergence
+               syncd-bench query [--docs 1000000] [--samples 1000] [--write-docs 100000] [--rounds 3]
+                                                Mango: index build vs bulk load, an indexed _find through syncd serve vs
+                                                the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
         """)

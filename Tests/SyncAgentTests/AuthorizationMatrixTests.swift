@@ -67,6 +67,12 @@ final class AuthorizationMatrixTests: XCTestCase {
             (.POST, "/shared/_bulk_docs", ["docs": [["_id": "_design/y-{who}"]]], [401, 403, 201, 403, 403]),
             (.POST, "/shared", ["_id": "_design/z-{who}"], [401, 403, 201, 403, 403]),
             (.POST, "/shared/_index", [:], [401, 403, 400, 403, 403]),
+            // Queries are for users; peers only replicate. Indexes are design documents: the database's admins.
+            (.POST, "/shared/_find", ["selector": [:]], [401, 200, 200, 403, 403]),
+            (.POST, "/shared/_explain", ["selector": [:]], [401, 200, 200, 403, 403]),
+            (.GET, "/shared/_index", nil, [401, 200, 200, 403, 403]),
+            (.POST, "/shared/_index", ["index": ["fields": ["v"]], "ddoc": "ix", "name": "v"], [401, 403, 200, 403, 403]),
+            (.DELETE, "/shared/_index/ix/json/v", nil, [401, 403, 200, 403, 403]),
             (.GET, "/shared/_security", nil, [401, 200, 200, 200, 403]),
             (.PUT, "/shared/_security", ["members": ["names": "member"]], [401, 403, 400, 403, 403]),
             (.PUT, "/shared/_security", ["members": ["names": ["member"]]], [401, 403, 200, 403, 403]),

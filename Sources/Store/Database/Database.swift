@@ -77,6 +77,7 @@ public final class Database: Sendable {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try Schema.migrate(connection)
         let meta = try Self.loadMeta(connection)
+        let queryIndexes = try IndexEntries.load(from: connection)
         // No statement may keep a read snapshot open on the writer's connection: its first
         // write would fail at once if another connection committed since.
         connection.resetStatements()
@@ -91,7 +92,7 @@ public final class Database: Sendable {
         self.writer = Writer(
             context: WriteContext(connection: connection, maximumLeaves: options.maximumLeaves, maximumTreeSize: options.maximumTreeSize,
                                   lastSequence: meta.lastSequence, docCount: meta.docCount,
-                                  deletedCount: meta.deletedCount, revsLimit: meta.revsLimit),
+                                  deletedCount: meta.deletedCount, revsLimit: meta.revsLimit, queryIndexes: queryIndexes),
             logPath: path + "-wal",
             checkpointer: checkpointer,
             committed: { notifier.publish($0) },

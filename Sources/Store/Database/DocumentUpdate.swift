@@ -70,6 +70,7 @@ enum DocumentUpdate {
         guard context.connection.changes > 0 else { return nil }
         _ = context.nextSequence()
         if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
+        try IndexEntries.documentChanged(id: document.id!, revision: creation.winner, body: document.deleted ? nil : document.bodyText, new: true, in: &context)
         return creation.revision
     }
 

@@ -6,9 +6,10 @@
 /// holds, is one BLOB; the winner and its deletion flag are columns so listings
 /// need not decode it. Bodies of revisions that are no longer leaves move to
 /// `ancestor_bodies` until compaction, so the tree rewritten on each update
-/// stays small.
+/// stays small. `query_indexes` and `query_entries` hold the Mango indexes
+/// (``IndexEntries``).
 enum Schema {
-    static let version = 1
+    static let version = 2
 
     static func migrate(_ db: Connection) throws(StoreError) {
         let current = try userVersion(db)
@@ -43,9 +44,16 @@ enum Schema {
                 body BLOB NOT NULL,
                 PRIMARY KEY (id, rev)
             ) STRICT, WITHOUT ROWID;
-            PRAGMA user_version = \(version);
-            COMMIT;
+            \(IndexEntries.schema)
             """)
+        do {
+            // A file from before indexes were kept may hold design documents that define some.
+            try IndexEntries.rebuildAll(in: db)
+            try db.execute("PRAGMA user_version = \(version); COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error as? StoreError ?? .internal("cannot build the query indexes: \(error)")
+        }
     }
 
     private static func userVersion(_ db: Connection) throws(StoreError) -> Int {

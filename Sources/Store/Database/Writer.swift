@@ -16,6 +16,8 @@ struct WriteContext {
     var docCount: Int
     var deletedCount: Int
     var revsLimit: Int
+    /// The database's Mango indexes, whose entries each write keeps in step.
+    var queryIndexes: [IndexEntries.Stored] = []
 
     /// SQLite's `data_version` when the counters were last known true: a commit
     /// by any other connection (another process on the same file) changes it.
@@ -47,6 +49,7 @@ struct WriteContext {
             default: revsLimit = Int(value)
             }
         }
+        queryIndexes = try IndexEntries.load(from: connection)
     }
 }
 

@@ -27,6 +27,9 @@ enum Requirement: Sendable {
     case serverAdminOr(role: String)
     /// At least this access to the database.
     case database(String, DatabaseAccess)
+    /// At least this access to the database, by a user or an admin: the queries
+    /// and indexes applications use (`_find`, `_index`). Paired peers only replicate.
+    case application(String, DatabaseAccess)
 }
 
 /// The one place that decides who may do what on the listener, before any
@@ -54,7 +57,10 @@ extension Listener {
     }
 
     private func check(_ principal: Principal, route: Route, method: HTTPRequest.Method) throws(CouchError) {
-        let requirement = Self.requirement(route: route, method: method)
+        try check(principal, route: route, requirement: Self.requirement(route: route, method: method))
+    }
+
+    private func check(_ principal: Principal, route: Route, requirement: Requirement) throws(CouchError) {
         switch requirement {
         case .open:
             return
@@ -66,6 +72,11 @@ extension Listener {
                 throw principal.isAuthenticated ? CouchError(.forbidden, "forbidden", "You are not a server admin.")
                     : Self.unauthorized("You are not a server admin.", challenge: true)
             }
+        case .application(let name, let needed):
+            if let peer = principal.peer {
+                throw CouchError(.forbidden, "forbidden", "Peer \(peer.id.short) may replicate \(name), not query it or change its indexes.")
+            }
+            try check(principal, route: route, requirement: .database(name, needed))
         case .database(let name, let needed):
             let granted = try access(of: principal, to: name)
             guard granted >= needed else {
@@ -135,6 +146,10 @@ extension Listener {
             case "_bulk_docs", "_ensure_full_commit": return .database(name, .write)
             // Reads, some of them sent as POST by replicators.
             case "_changes", "_all_docs", "_revs_diff", "_bulk_get": return .database(name, .read)
+            // Queries read; indexes are design documents, so changing them needs the database's admins.
+            case "_find", "_explain": return .application(name, .read)
+            case let index where index == "_index" || index.hasPrefix("_index/"):
+                return .application(name, reads ? .read : .admin)
             // Anything else only reads, unless a server admin asks.
             default: return reads ? .database(name, .read) : .serverAdmin
             }

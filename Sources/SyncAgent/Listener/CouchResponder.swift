@@ -78,6 +78,9 @@ struct CouchResponder: HTTPResponder {
         case ("_bulk_get", .post): return try await bulkGet(db, &exchange)
         case ("_revs_diff", .post): return try await revsDiff(db, &exchange)
         case ("_all_docs", .get), ("_all_docs", .post): return try await allDocs(db, &exchange)
+        case ("_find", .post): return try await find(db, &exchange)
+        case ("_explain", .post): return try await explain(db, &exchange)
+        case (let path, _) where path == "_index" || path.hasPrefix("_index/"): return try await index(path, of: db, method: method, &exchange)
         case ("_ensure_full_commit", .post):
             try await db.ensureFullCommit()
             return Self.json(["ok": true, "instance_start_time": .string(String(db.instanceStartTime))], status: .created)
@@ -102,7 +105,7 @@ struct CouchResponder: HTTPResponder {
             return Self.json(["ok": true], status: .accepted)
         case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
              ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _), ("_purge", _),
-             ("_purge_infos_limit", _):
+             ("_purge_infos_limit", _), ("_find", _), ("_explain", _):
             throw CouchError.methodNotAllowed
         default:
             throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")

@@ -11,7 +11,8 @@ enum Route: Equatable {
     case server(String)
     /// `/{db}`
     case database(String)
-    /// `/{db}/_changes`, `/{db}/_bulk_docs` and the other database endpoints.
+    /// `/{db}/_changes`, `/{db}/_bulk_docs` and the other database endpoints
+    /// (`/{db}/_index/...` whole, its path after the database).
     case databaseEndpoint(String, String)
     /// `/{db}/_local/{id}` (the id includes `_local/`).
     case local(String, String)
@@ -61,6 +62,9 @@ enum Route: Equatable {
             self = .local(database, ([id] + rest.dropFirst()).joined(separator: "/"))
         case let id where id.hasPrefix("_design/"):
             self = rest.count > 1 ? .attachment(database, id, rest.dropFirst().joined(separator: "/")) : .document(database, id)
+        case "_index" where rest.count > 1:
+            // `/{db}/_index/{ddoc}/json/{name}`, the ddoc with or without `_design/`.
+            self = .databaseEndpoint(database, rest.joined(separator: "/"))
         case let endpoint where endpoint.hasPrefix("_"):
             guard rest.count == 1 else { return nil }
             self = .databaseEndpoint(database, endpoint)

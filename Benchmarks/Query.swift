@@ -1,0 +1,107 @@
+import Foundation
+import Store
+
+/// Mango queries (`syncd-bench query`): building an index beside the store's bulk
+/// load, a selective indexed `_find` through `syncd serve` beside the same query
+/// without an index, and write throughput with 0, 1 and 3 indexes in alternating rounds.
+func runQueryBenchmarks(arguments: [String]) async throws {
+    let count = option("docs", in: arguments, default: 1_000_000)
+    let samples = option("samples", in: arguments, default: 1000)
+    let writeCount = option("write-docs", in: arguments, default: 100_000)
+    let rounds = option("rounds", in: arguments, default: 3)
+    let folder = temporaryDirectory("query")
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let data = folder + "/served"
+    try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+    print("query benchmarks: \(count) documents of ~\(queryDocument(0, count: count).serialized().utf8.count) bytes")
+
+    // 1. The store's bulk load, then one index built over all of it.
+    let database = try Database.open(path: data + "/db.sqlite", name: "db")
+    var start = now()
+    for offset in stride(from: 0, to: count, by: 1000) {
+        let batch = (offset..<min(offset + 1000, count)).map { DocumentUpload(queryDocument($0, count: count)) }
+        _ = try await database.bulkDocs(batch)
+    }
+    let loadRate = Double(count) / (now() - start)
+    start = now()
+    try await database.createIndex(["index": ["fields": ["n"]], "ddoc": "bench", "name": "by-n"])
+    let buildRate = Double(count) / (now() - start)
+    figure("bulk load, store (bulkDocs, batches of 1000)", loadRate, "docs/s")
+    figure("index build on one field (POST _index)", buildRate, "docs/s")
+    figure("index build / bulk load", buildRate / loadRate, "", decimals: 2)
+    let check = try database.find(FindQuery(selective(field: "n", from: count / 2, sorted: true)))
+    guard check.documents.count == 100, check.warning == nil else { throw BenchError("the indexed query found \(check.documents.count) documents") }
+    database.close()
+
+    // 2. The selective query through the listener, with and without an index.
+    let server = try BenchProcess.serve(data: data)
+    defer { server.stop() }
+    var generator = SystemRandomNumberGenerator()
+    func timed(_ body: JSON) async throws -> Double {
+        let begin = now()
+        let status = try await BenchHTTP.send("POST", server.url + "/db/_find", body: body.serialized())
+        guard status == 200 else { throw BenchError("_find answered \(status)") }
+        return (now() - begin) * 1000
+    }
+    var indexed: [Double] = []
+    for _ in 0..<samples {
+        indexed.append(try await timed(selective(field: "n", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: true)))
+    }
+    figure("_find, 100 of \(count) by an index, sorted: p50 (goal <= 2)", percentile(indexed, 50), "ms", decimals: 2)
+    figure("_find, 100 of \(count) by an index, sorted: p99", percentile(indexed, 99), "ms", decimals: 2)
+    var scanned: [Double] = []
+    for _ in 0..<3 {
+        scanned.append(try await timed(selective(field: "m", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: false)))
+    }
+    figure("the same query on an unindexed field (3 runs): p50", percentile(scanned, 50), "ms", decimals: 1)
+    figure("unindexed / indexed (p50)", percentile(scanned, 50) / percentile(indexed, 50), "", decimals: 0)
+    server.stop()
+
+    // 3. Writes with 0, 1 and 3 indexes, in alternating rounds into new files; the best round of each counts.
+    let indexSets: [[String]] = [[], ["n"], ["n", "sensor", "value"]]
+    var rates = Array(repeating: 0.0, count: indexSets.count)
+    for round in 1...rounds {
+        var line: [String] = []
+        for (slot, fields) in indexSets.enumerated() {
+            let path = folder + "/writes-\(round)-\(slot).sqlite"
+            let db = try Database.open(path: path)
+            for field in fields { try await db.createIndex(["index": ["fields": [.string(field)]]]) }
+            let uploads = (0..<writeCount).map { DocumentUpload(queryDocument($0, count: writeCount)) }
+            let begin = now()
+            for offset in stride(from: 0, to: writeCount, by: 1000) {
+                _ = try await db.bulkDocs(Array(uploads[offset..<min(offset + 1000, writeCount)]))
+            }
+            let rate = Double(writeCount) / (now() - begin)
+            rates[slot] = max(rates[slot], rate)
+            line.append("\(fields.count) indexes \(Int(rate)) docs/s")
+            db.close()
+            removeDatabase(at: path)
+        }
+        print("  round \(round): " + line.joined(separator: ", "))
+    }
+    for (slot, fields) in indexSets.enumerated() {
+        figure("bulk writes with \(fields.count) indexes (best round)", rates[slot], "docs/s")
+    }
+    figure("1 index / no index", rates[1] / rates[0], "", decimals: 2)
+    figure("3 indexes / no index (goal >= 0.7)", rates[2] / rates[0], "", decimals: 2)
+}
+
+/// A document of about 200 bytes with `n` and `m` (the same number, one indexed, one
+/// not), spread over `0..<count` out of id order.
+private func queryDocument(_ index: Int, count: Int) -> JSON {
+    let n = Double((index * 7919) % max(count, 1))
+    return [
+        "_id": .string(String(format: "doc-%08d", index)), "type": "reading", "sensor": .string("sensor-\(index % 97)"),
+        "value": .number(Double(index % 1000) / 10), "n": .number(n), "m": .number(n),
+        "tags": ["lab", .string("floor-\(index % 7)")], "note": .string("benchmark document \(index)"), "site": "north-wing",
+    ]
+}
+
+/// 100 consecutive values of `field` from `from`.
+private func selective(field: String, from: Int, sorted: Bool) -> JSON {
+    var query: JSON.Object = [
+        "selector": .object([field: ["$gte": .number(Double(from)), "$lt": .number(Double(from + 100))]]), "limit": 100,
+    ]
+    if sorted { query["sort"] = [.string(field)] }
+    return .object(query)
+}

@@ -1,0 +1,161 @@
+import XCTest
+
+@testable import Store
+
+/// Mango JSON indexes kept by the writer: what each kind of write does to the
+/// entries, and what `_find` reads from them.
+final class QueryIndexTests: DatabaseTestCase {
+    private func ids(_ query: String) throws -> [String] {
+        try database.find(FindQuery(json(query))).documents.map { $0["_id"]?.stringValue ?? "?" }
+    }
+
+    private func result(_ query: String) throws -> FindResult { try database.find(FindQuery(json(query))) }
+
+    func testTheIndexFollowsEditsAndDeletionsAndIsUsedForTheRange() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["n"]},"name":"by-n"}"#))
+        var revisions: [String: RevisionID] = [:]
+        for (id, n) in [("a", 3), ("b", 1), ("c", 2), ("d", 5)] {
+            revisions[id] = try await database.put(["_id": .string(id), "n": .number(Double(n))]).revision
+        }
+        let query = #"{"selector":{"n":{"$gte":2}},"sort":["n"],"execution_stats":true}"#
+        XCTAssertEqual(try ids(query), ["c", "a", "d"])
+        let stats = try result(query)
+        XCTAssertEqual(stats.statistics.keysExamined, 3, "only the range is read")
+        XCTAssertNil(stats.warning)
+
+        try await database.put(["_id": "d", "_rev": .string(revisions["d"]!.description), "n": 0])  // moves out of the range
+        try await database.delete(id: "c", revision: revisions["c"]!)
+        try await database.put(["_id": "b", "_rev": .string(revisions["b"]!.description), "n": 9])  // moves in, last
+        try await database.put(["_id": "e", "m": 4])  // no `n`: not in the index
+        XCTAssertEqual(try ids(query), ["a", "b"])
+        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gte":2}},"sort":[{"n":"desc"}]}"#), ["b", "a"])
+        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":null}},"sort":["n"]}"#), ["d", "a", "b"])
+    }
+
+    func testOnlyTheWinningRevisionOfAConflictIsIndexed() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["color"]}}"#))
+        _ = try await database.put(json(#"{"_id":"x","_rev":"2-aa","_revisions":{"start":2,"ids":["aa","11"]},"color":"blue"}"#), newEdits: false)
+        _ = try await database.put(json(#"{"_id":"x","_rev":"2-bb","_revisions":{"start":2,"ids":["bb","11"]},"color":"red"}"#), newEdits: false)
+        XCTAssertEqual(try ids(#"{"selector":{"color":"red"}}"#), ["x"], "2-bb wins")
+        XCTAssertEqual(try ids(#"{"selector":{"color":"blue"}}"#), [])
+        // A longer branch arriving by replication makes the other leaf win.
+        _ = try await database.put(
+            json(#"{"_id":"x","_rev":"3-cc","_revisions":{"start":3,"ids":["cc","aa","11"]},"color":"green"}"#), newEdits: false)
+        XCTAssertEqual(try ids(#"{"selector":{"color":"red"}}"#), [])
+        XCTAssertEqual(try ids(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_id","_conflicts"]}"#), ["x"])
+        XCTAssertEqual(try result(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_conflicts"]}"#).documents,
+                       [json(#"{"_conflicts":["2-bb"]}"#)])
+    }
+
+    func testADesignDocumentFromAnotherNodeBuildsItsIndexAndItsDeletionDropsIt() async throws {
+        for n in 0..<50 { try await database.put(["_id": .string("doc\(n)"), "n": .number(Double(n % 7))]) }
+        // As CouchDB writes it; it arrives by replication, not through `_index`.
+        let design = json(#"""
+            {"_id":"_design/remote","_rev":"1-abc","_revisions":{"start":1,"ids":["abc"]},"language":"query",
+             "views":{"by-n":{"map":{"fields":{"n":"asc"},"partial_filter_selector":{}},"reduce":"_count",
+                              "options":{"def":{"fields":["n"]}}}}}
+            """#)
+        _ = try await database.put(design, newEdits: false)
+        let indexes = try database.queryIndexes()
+        XCTAssertEqual(indexes.map { $0["name"]?.stringValue }, ["_all_docs", "by-n"])
+        let sorted = try result(#"{"selector":{"n":{"$eq":6}},"sort":["n"],"limit":100}"#)
+        XCTAssertEqual(Set(sorted.documents.compactMap { $0["_id"]?.stringValue }), Set((0..<50).filter { $0 % 7 == 6 }.map { "doc\($0)" }))
+        XCTAssertEqual(sorted.statistics.keysExamined, 7)
+
+        _ = try await database.put(json(#"{"_id":"_design/remote","_rev":"2-def","_revisions":{"start":2,"ids":["def","abc"]},"_deleted":true}"#),
+                                   newEdits: false)
+        XCTAssertEqual(try database.queryIndexes().count, 1)
+        await assertRefused("no_usable_index") { try self.database.find(FindQuery(json(#"{"selector":{"n":6},"sort":["n"]}"#))) }
+    }
+
+    func testADatabaseWrittenBeforeIndexesGetsTheIndexesOfItsDesignDocuments() async throws {
+        try await database.put(["_id": "a", "n": 2])
+        try await database.put(["_id": "b", "n": 1])
+        try await database.createIndex(json(#"{"index":{"fields":["n"]},"ddoc":"old","name":"by-n"}"#))
+        database.close()
+        // Make the file look as schema 1 left it: no index tables.
+        do {
+            let connection = try Connection(path: directory.file("test.sqlite"), readOnly: false)
+            try connection.execute("DROP TABLE query_entries; DROP TABLE query_indexes; PRAGMA user_version = 1")
+        }
+        database = try Database.open(path: directory.file("test.sqlite"), name: "test")
+        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#), ["b", "a"])
+    }
+
+    func testAPurgedDocumentLeavesTheIndex() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["n"]}}"#))
+        let revision = try await database.put(["_id": "a", "n": 1]).revision
+        try await database.put(["_id": "b", "n": 2])
+        _ = try await database.purge([(id: "a", revisions: [revision])])
+        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#), ["b"])
+    }
+
+    func testBookmarksPageThroughEveryDocumentOnceWhileWritesGoOn() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["k"]}}"#))
+        var revisions: [String: RevisionID] = [:]
+        let uploads = (0..<2000).map { DocumentUpload(["_id": .string(String(format: "d%04d", $0)), "k": .number(Double(($0 * 7919) % 500))]) }
+        for result in try await database.bulkDocs(uploads) { revisions[result.id] = result.revision }
+        var seen: [String] = []
+        var bookmark = "nil"
+        var page = 0
+        while true {
+            let answer = try result(#"{"selector":{"k":{"$gte":0}},"sort":["k"],"limit":37,"bookmark":"\#(bookmark)"}"#)
+            if answer.documents.isEmpty { break }
+            seen += answer.documents.compactMap { $0["_id"]?.stringValue }
+            bookmark = answer.bookmark
+            page += 1
+            // Between pages: documents change (key unchanged), and new ones come.
+            let id = String(format: "d%04d", (page * 13) % 2000)
+            let k = revisions[id].map { _ in Double(((page * 13) % 2000 * 7919) % 500) } ?? 0
+            revisions[id] = try await database.put(["_id": .string(id), "_rev": .string(revisions[id]!.description), "k": .number(k), "page": .number(Double(page))]).revision
+            try await database.put(["_id": .string("new\(page)"), "k": .number(Double(page % 500))])
+        }
+        let original = seen.filter { $0.hasPrefix("d") }
+        XCTAssertEqual(original.count, 2000, "each document once")
+        XCTAssertEqual(Set(original).count, 2000)
+        XCTAssertEqual(Set(seen).count, seen.count, "no document twice")
+    }
+
+    func testAScanStopsWhenItsTaskIsCancelled() async throws {
+        let uploads = (0..<5000).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0))]) }
+        _ = try await database.bulkDocs(uploads)
+        let database = self.database!
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try database.find(FindQuery(json(#"{"selector":{"n":-1}}"#)))
+        }
+        do {
+            _ = try await task.value
+            XCTFail("a cancelled scan went on")
+        } catch let error as StoreError {
+            XCTAssertEqual(error, .cancelled)
+        }
+    }
+
+    func testIndexesAreListedCreatedOnceAndDeleted() async throws {
+        let first = try await database.createIndex(json(#"{"index":{"fields":[{"a":"desc"},{"b":"desc"}]},"ddoc":"ix","name":"ab"}"#))
+        XCTAssertEqual(first.0, .created)
+        XCTAssertEqual(first.designDocument, "_design/ix")
+        let again = try await database.createIndex(json(#"{"index":{"fields":[{"a":"desc"},{"b":"desc"}]},"ddoc":"ix","name":"ab"}"#))
+        XCTAssertEqual(again.0, .exists)
+        let unnamed = try await database.createIndex(json(#"{"index":{"fields":["c"]}}"#))
+        XCTAssertEqual(unnamed.designDocument, "_design/" + unnamed.name, "the default ddoc and name are one hash")
+        let listed = try database.queryIndexes()
+        XCTAssertEqual(listed.count, 3)
+        XCTAssertEqual(listed[0], json(#"{"ddoc":null,"name":"_all_docs","type":"special","def":{"fields":[{"_id":"asc"}]}}"#))
+        XCTAssertEqual(listed[2]["def"], json(#"{"fields":[{"a":"desc"},{"b":"desc"}]}"#))
+        let design = try database.document(id: "_design/ix")
+        XCTAssertEqual(design.body["language"], "query")
+        XCTAssertEqual(design.body["views"]?["ab"]?["map"]?["fields"], json(#"{"a":"desc","b":"desc"}"#))
+
+        try await database.deleteIndex(designDocument: "ix", name: "ab")
+        XCTAssertEqual(try database.queryIndexes().count, 2)
+        await assertRefused("not_found") { try self.database.document(id: "_design/ix") }
+        await assertRefused("not_found") { try await self.database.deleteIndex(designDocument: "ix", name: "ab") }
+        await assertRefused("unsupported_mixed_sort") {
+            try await self.database.createIndex(json(#"{"index":{"fields":[{"a":"desc"},"b"]}}"#))
+        }
+        await assertRefused("missing_required_key") { try await self.database.createIndex(json(#"{"index":{}}"#)) }
+        await assertRefused("invalid_index") { try await self.database.createIndex(json(#"{"index":{"fields":["a"]},"type":"text"}"#)) }
+    }
+}
