@@ -300,20 +300,20 @@ final class FindConformanceTests: DatabaseTestCase {
         // an unknown member
         Case(#"{"selector":{},"foo":1}"#, error: "invalid_key"),
     ]
-    func testSelectorOperators() { check(Self.operatorCases) }
-    func testSortAndIndexOrder() { check(Self.sortCases) }
-    func testLimitSkipAndDefaultLimit() { check(Self.pagingCases) }
-    func testIdQueries() { check(Self.idCases) }
-    func testUseIndexAndPartialIndexes() { check(Self.useIndexCases) }
-    func testDeletedDocumentsAndLosingRevisions() { check(Self.revisionCases) }
-    func testErrors() { check(Self.errorCases) }
+    func testSelectorOperators() async { await check(Self.operatorCases) }
+    func testSortAndIndexOrder() async { await check(Self.sortCases) }
+    func testLimitSkipAndDefaultLimit() async { await check(Self.pagingCases) }
+    func testIdQueries() async { await check(Self.idCases) }
+    func testUseIndexAndPartialIndexes() async { await check(Self.useIndexCases) }
+    func testDeletedDocumentsAndLosingRevisions() async { await check(Self.revisionCases) }
+    func testErrors() async { await check(Self.errorCases) }
 
     // MARK: - Projection, paging, revisions
 
-    func testFieldsProjection() throws {
+    func testFieldsProjection() async throws {
         // Only the listed fields; "address.city" comes back nested; a missing field (d07 has no
         // address, d11's address has no city) is left out; no _id or _rev unless listed.
-        let books = try find(#"{"selector":{"type":"book","year":{"$gt":2000}},"sort":["year"],"fields":["name","address.city","year"]}"#)
+        let books = try await find(#"{"selector":{"type":"book","year":{"$gt":2000}},"sort":["year"],"fields":["name","address.city","year"]}"#)
         XCTAssertEqual(books.documents.map(canonical), [
             #"{"name":"Alice","address":{"city":"Berlin"},"year":2005}"#,
             #"{"name":"aa","year":2005}"#,
@@ -321,7 +321,7 @@ final class FindConformanceTests: DatabaseTestCase {
         ].map { canonical(json($0)) })
 
         // _id when listed; a nested field alone; a document with none of the fields but _id.
-        let music = try find(#"{"selector":{"type":"music"},"fields":["_id","meta.secondary","count"]}"#)
+        let music = try await find(#"{"selector":{"type":"music"},"fields":["_id","meta.secondary","count"]}"#)
         XCTAssertEqual(music.documents.map(canonical), [
             #"{"_id":"d05","count":3.5}"#,
             #"{"_id":"d06","meta":{"secondary":2}}"#,
@@ -331,26 +331,26 @@ final class FindConformanceTests: DatabaseTestCase {
         ].map { canonical(json($0)) })
 
         // Without fields the whole document comes back, with _id and _rev.
-        let whole = try find(#"{"selector":{"name":"aa"}}"#)
+        let whole = try await find(#"{"selector":{"name":"aa"}}"#)
         XCTAssertEqual(whole.documents.count, 1)
         guard case .object(var d07)? = whole.documents.first else { return XCTFail("no document") }
         XCTAssertEqual(d07.removeValue(forKey: "_rev")?.stringValue?.hasPrefix("1-"), true)
         XCTAssertEqual(canonical(.object(d07)), canonical(json(Self.documents[6])))
     }
 
-    func testOnlyTheWinningRevisionComesBack() throws {
-        let result = try find(#"{"selector":{"_id":{"$in":["d28","d31"]}},"fields":["_id","_rev","name"]}"#)
+    func testOnlyTheWinningRevisionComesBack() async throws {
+        let result = try await find(#"{"selector":{"_id":{"$in":["d28","d31"]}},"fields":["_id","_rev","name"]}"#)
         XCTAssertEqual(result.documents.map(canonical), [
             #"{"_id":"d28","_rev":"3-ccc","name":"carol"}"#,
             #"{"_id":"d31","_rev":"2-bbb","name":"fay"}"#,
         ].map { canonical(json($0)) })
         // conflicts are not listed unless asked for
-        let whole = try find(#"{"selector":{"name":"carol"}}"#)
+        let whole = try await find(#"{"selector":{"name":"carol"}}"#)
         XCTAssertEqual(whole.documents.first?["_rev"]?.stringValue, "3-ccc")
         XCTAssertNil(whole.documents.first?["_conflicts"])
     }
 
-    func testBookmarkPagesThroughTheAnswerOnce() throws {
+    func testBookmarkPagesThroughTheAnswerOnce() async throws {
         // (query with a limit, page sizes until the first empty page, the whole answer)
         let runs: [(String, [Int], [String])] = [
             // year index; the page boundary falls between d07 and d12, which tie at 2005
@@ -364,25 +364,26 @@ final class FindConformanceTests: DatabaseTestCase {
              ids(13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)),
         ]
         for (query, sizes, answer) in runs {
-            let got = try pages(query)
+            let got = try await pages(query)
             XCTAssertEqual(got.map(\.count), sizes, query)
             XCTAssertEqual(Array(got.joined()), answer, query)
             guard case .object(var unlimited) = json(query) else { return XCTFail(query) }
             unlimited["limit"] = .number(100)
-            XCTAssertEqual(try database.find(FindQuery(.object(unlimited))).documents.compactMap { $0["_id"]?.stringValue }, answer, query)
+            let whole = try await database.find(FindQuery(.object(unlimited)))
+            XCTAssertEqual(whole.documents.compactMap { $0["_id"]?.stringValue }, answer, query)
         }
     }
 
     // MARK: - Helpers
 
-    private func find(_ body: String) throws(StoreError) -> FindResult {
-        try database.find(FindQuery(json(body)))
+    private func find(_ body: String) async throws(StoreError) -> FindResult {
+        try await database.find(FindQuery(json(body)))
     }
 
-    private func check(_ cases: [Case]) {
+    private func check(_ cases: [Case]) async {
         for test in cases {
             do {
-                let result = try find(test.query)
+                let result = try await find(test.query)
                 let found = result.documents.map { $0["_id"]?.stringValue ?? "?" }
                 if let error = test.error {
                     XCTFail("expected \(error), got \(found): \(test.query)", line: test.line)
@@ -405,11 +406,11 @@ final class FindConformanceTests: DatabaseTestCase {
 
     /// Runs `query` (which has a limit), then again with each returned bookmark, until a page
     /// comes back empty; the `_id`s of each page, the empty one last (at most 20 pages).
-    private func pages(_ query: String) throws(StoreError) -> [[String]] {
+    private func pages(_ query: String) async throws(StoreError) -> [[String]] {
         guard case .object(var body) = json(query) else { return [] }
         var pages: [[String]] = []
         while pages.count < 20 {
-            let result = try database.find(FindQuery(.object(body)))
+            let result = try await database.find(FindQuery(.object(body)))
             pages.append(result.documents.map { $0["_id"]?.stringValue ?? "?" })
             if result.documents.isEmpty { break }
             body["bookmark"] = .string(result.bookmark)

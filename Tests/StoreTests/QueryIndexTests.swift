@@ -5,11 +5,16 @@ import XCTest
 /// Mango JSON indexes kept by the writer: what each kind of write does to the
 /// entries, and what `_find` reads from them.
 final class QueryIndexTests: DatabaseTestCase {
-    private func ids(_ query: String) throws -> [String] {
-        try database.find(FindQuery(json(query))).documents.map { $0["_id"]?.stringValue ?? "?" }
+    private func ids(_ query: String) async throws -> [String] {
+        try await database.find(FindQuery(json(query))).documents.map { $0["_id"]?.stringValue ?? "?" }
     }
 
-    private func result(_ query: String) throws -> FindResult { try database.find(FindQuery(json(query))) }
+    private func result(_ query: String) async throws -> FindResult { try await database.find(FindQuery(json(query))) }
+
+    private func expect(_ query: String, _ expected: [String], _ message: String = "", line: UInt = #line) async throws {
+        let found = try await ids(query)
+        XCTAssertEqual(found, expected, message.isEmpty ? query : message, line: line)
+    }
 
     func testTheIndexFollowsEditsAndDeletionsAndIsUsedForTheRange() async throws {
         try await database.createIndex(json(#"{"index":{"fields":["n"]},"name":"by-n"}"#))
@@ -18,8 +23,8 @@ final class QueryIndexTests: DatabaseTestCase {
             revisions[id] = try await database.put(["_id": .string(id), "n": .number(Double(n))]).revision
         }
         let query = #"{"selector":{"n":{"$gte":2}},"sort":["n"],"execution_stats":true}"#
-        XCTAssertEqual(try ids(query), ["c", "a", "d"])
-        let stats = try result(query)
+        try await expect(query, ["c", "a", "d"])
+        let stats = try await result(query)
         XCTAssertEqual(stats.statistics.keysExamined, 3, "only the range is read")
         XCTAssertNil(stats.warning)
 
@@ -27,24 +32,24 @@ final class QueryIndexTests: DatabaseTestCase {
         try await database.delete(id: "c", revision: revisions["c"]!)
         try await database.put(["_id": "b", "_rev": .string(revisions["b"]!.description), "n": 9])  // moves in, last
         try await database.put(["_id": "e", "m": 4])  // no `n`: not in the index
-        XCTAssertEqual(try ids(query), ["a", "b"])
-        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gte":2}},"sort":[{"n":"desc"}]}"#), ["b", "a"])
-        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":null}},"sort":["n"]}"#), ["d", "a", "b"])
+        try await expect(query, ["a", "b"])
+        try await expect(#"{"selector":{"n":{"$gte":2}},"sort":[{"n":"desc"}]}"#, ["b", "a"])
+        try await expect(#"{"selector":{"n":{"$gt":null}},"sort":["n"]}"#, ["d", "a", "b"])
     }
 
     func testOnlyTheWinningRevisionOfAConflictIsIndexed() async throws {
         try await database.createIndex(json(#"{"index":{"fields":["color"]}}"#))
         _ = try await database.put(json(#"{"_id":"x","_rev":"2-aa","_revisions":{"start":2,"ids":["aa","11"]},"color":"blue"}"#), newEdits: false)
         _ = try await database.put(json(#"{"_id":"x","_rev":"2-bb","_revisions":{"start":2,"ids":["bb","11"]},"color":"red"}"#), newEdits: false)
-        XCTAssertEqual(try ids(#"{"selector":{"color":"red"}}"#), ["x"], "2-bb wins")
-        XCTAssertEqual(try ids(#"{"selector":{"color":"blue"}}"#), [])
+        try await expect(#"{"selector":{"color":"red"}}"#, ["x"], "2-bb wins")
+        try await expect(#"{"selector":{"color":"blue"}}"#, [])
         // A longer branch arriving by replication makes the other leaf win.
         _ = try await database.put(
             json(#"{"_id":"x","_rev":"3-cc","_revisions":{"start":3,"ids":["cc","aa","11"]},"color":"green"}"#), newEdits: false)
-        XCTAssertEqual(try ids(#"{"selector":{"color":"red"}}"#), [])
-        XCTAssertEqual(try ids(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_id","_conflicts"]}"#), ["x"])
-        XCTAssertEqual(try result(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_conflicts"]}"#).documents,
-                       [json(#"{"_conflicts":["2-bb"]}"#)])
+        try await expect(#"{"selector":{"color":"red"}}"#, [])
+        try await expect(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_id","_conflicts"]}"#, ["x"])
+        let conflicts = try await result(#"{"selector":{"color":"green"},"conflicts":true,"fields":["_conflicts"]}"#)
+        XCTAssertEqual(conflicts.documents, [json(#"{"_conflicts":["2-bb"]}"#)])
     }
 
     func testADesignDocumentFromAnotherNodeBuildsItsIndexAndItsDeletionDropsIt() async throws {
@@ -58,14 +63,14 @@ final class QueryIndexTests: DatabaseTestCase {
         _ = try await database.put(design, newEdits: false)
         let indexes = try database.queryIndexes()
         XCTAssertEqual(indexes.map { $0["name"]?.stringValue }, ["_all_docs", "by-n"])
-        let sorted = try result(#"{"selector":{"n":{"$eq":6}},"sort":["n"],"limit":100}"#)
+        let sorted = try await result(#"{"selector":{"n":{"$eq":6}},"sort":["n"],"limit":100}"#)
         XCTAssertEqual(Set(sorted.documents.compactMap { $0["_id"]?.stringValue }), Set((0..<50).filter { $0 % 7 == 6 }.map { "doc\($0)" }))
         XCTAssertEqual(sorted.statistics.keysExamined, 7)
 
         _ = try await database.put(json(#"{"_id":"_design/remote","_rev":"2-def","_revisions":{"start":2,"ids":["def","abc"]},"_deleted":true}"#),
                                    newEdits: false)
         XCTAssertEqual(try database.queryIndexes().count, 1)
-        await assertRefused("no_usable_index") { try self.database.find(FindQuery(json(#"{"selector":{"n":6},"sort":["n"]}"#))) }
+        await assertRefused("no_usable_index") { try await self.database.find(FindQuery(json(#"{"selector":{"n":6},"sort":["n"]}"#))) }
     }
 
     func testADatabaseWrittenBeforeIndexesGetsTheIndexesOfItsDesignDocuments() async throws {
@@ -79,7 +84,7 @@ final class QueryIndexTests: DatabaseTestCase {
             try connection.execute("DROP TABLE query_entries; DROP TABLE query_indexes; PRAGMA user_version = 1")
         }
         database = try Database.open(path: directory.file("test.sqlite"), name: "test")
-        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#), ["b", "a"])
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#, ["b", "a"])
     }
 
     func testAPurgedDocumentLeavesTheIndex() async throws {
@@ -87,7 +92,7 @@ final class QueryIndexTests: DatabaseTestCase {
         let revision = try await database.put(["_id": "a", "n": 1]).revision
         try await database.put(["_id": "b", "n": 2])
         _ = try await database.purge([(id: "a", revisions: [revision])])
-        XCTAssertEqual(try ids(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#), ["b"])
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#, ["b"])
     }
 
     func testBookmarksPageThroughEveryDocumentOnceWhileWritesGoOn() async throws {
@@ -99,7 +104,7 @@ final class QueryIndexTests: DatabaseTestCase {
         var bookmark = "nil"
         var page = 0
         while true {
-            let answer = try result(#"{"selector":{"k":{"$gte":0}},"sort":["k"],"limit":37,"bookmark":"\#(bookmark)"}"#)
+            let answer = try await result(#"{"selector":{"k":{"$gte":0}},"sort":["k"],"limit":37,"bookmark":"\#(bookmark)"}"#)
             if answer.documents.isEmpty { break }
             seen += answer.documents.compactMap { $0["_id"]?.stringValue }
             bookmark = answer.bookmark
@@ -116,13 +121,36 @@ final class QueryIndexTests: DatabaseTestCase {
         XCTAssertEqual(Set(seen).count, seen.count, "no document twice")
     }
 
+    func testAQueryCatchesTheIndexUpUnlessToldNotTo() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["n"]}}"#))
+        let a = try await database.put(["_id": "a", "n": 1]).revision
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#, ["a"])
+        try await database.put(["_id": "a", "_rev": .string(a.description), "n": -1])  // leaves the range
+        try await database.put(["_id": "b", "n": 2])
+        // As it is: `b` is not in it yet, and `a`'s entry is stale, but `a` no longer matches.
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"],"update":false}"#, [])
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"],"stale":"ok"}"#, [])
+        try await expect(#"{"selector":{"n":{"$gt":0}},"sort":["n"]}"#, ["b"])
+        try await expect(#"{"selector":{"n":{"$lt":0}},"sort":["n"]}"#, ["a"])
+    }
+
+    func testCatchingUpGoesInBoundedTransactions() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["n"]}}"#))
+        _ = try await database.bulkDocs((0..<50).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0))]) })
+        var transactions = 0
+        while try await database.write({ context in try IndexEntries.catchUp(in: &context, limit: 7) }) { transactions += 1 }
+        XCTAssertEqual(transactions, 7, "50 documents, 7 at a time: 7 that leave some behind, and the last")
+        let all = try await result(#"{"selector":{"n":{"$gte":0}},"sort":["n"],"limit":100,"update":false}"#)
+        XCTAssertEqual(all.documents.count, 50)
+    }
+
     func testAScanStopsWhenItsTaskIsCancelled() async throws {
         let uploads = (0..<5000).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0))]) }
         _ = try await database.bulkDocs(uploads)
         let database = self.database!
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try database.find(FindQuery(json(#"{"selector":{"n":-1}}"#)))
+            return try await database.find(FindQuery(json(#"{"selector":{"n":-1}}"#)))
         }
         do {
             _ = try await task.value

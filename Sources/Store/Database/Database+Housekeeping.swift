@@ -104,7 +104,7 @@ extension Database {
     }
 
     /// How many purge requests CouchDB would keep for its indexes (`_purge_infos_limit`,
-    /// default 1000). syncd purges index entries in the purge's own transaction, so it keeps none;
+    /// default 1000). syncd removes a purged document's index entries in the purge's own transaction, so it keeps none;
     /// the setting is stored for clients that read it back.
     public func purgeInfosLimit() throws(StoreError) -> Int {
         try setting("purge_infos_limit", default: 1000)
@@ -130,7 +130,7 @@ extension Database {
             update.bind(Int64(row.sequence), at: 5)
             try update.run()
             try AncestorBodies.forget(id: id, except: tree, in: db)
-            try IndexEntries.documentChanged(id: id, revision: winner.revision.description, body: winner.deleted ? nil : winner.body, in: &context)
+            if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: winner.deleted ? nil : winner.body, in: &context) }
             if winner.deleted != oldWinner.deleted {
                 context.docCount += winner.deleted ? -1 : 1
                 context.deletedCount += winner.deleted ? 1 : -1
@@ -140,7 +140,8 @@ extension Database {
             delete.bind(Int64(row.sequence), at: 1)
             try delete.run()
             try AncestorBodies.forget(id: id, except: nil, in: db)
-            try IndexEntries.documentChanged(id: id, revision: oldWinner.revision.description, body: nil, in: &context)
+            try IndexEntries.forget(id: id, in: &context)
+            if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: nil, in: &context) }
             if oldWinner.deleted { context.deletedCount -= 1 } else { context.docCount -= 1 }
         }
         return purged

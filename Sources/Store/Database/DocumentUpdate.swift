@@ -70,7 +70,9 @@ enum DocumentUpdate {
         guard context.connection.changes > 0 else { return nil }
         _ = context.nextSequence()
         if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
-        try IndexEntries.documentChanged(id: document.id!, revision: creation.winner, body: document.deleted ? nil : document.bodyText, new: true, in: &context)
+        if document.id!.hasPrefix("_design/") {
+            try IndexEntries.designDocumentChanged(id: document.id!, body: document.deleted ? nil : document.bodyText, in: &context)
+        }
         return creation.revision
     }
 

@@ -115,8 +115,7 @@ struct EditedRow {
             try insert.run()
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }
-        try IndexEntries.documentChanged(id: id, revision: winner.revision.description, body: winner.deleted ? nil : winner.body,
-                                         new: stored == nil, in: &context)
+        if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: winner.deleted ? nil : winner.body, in: &context) }
         self.sequence = nil
     }
 

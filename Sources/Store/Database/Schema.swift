@@ -48,7 +48,7 @@ enum Schema {
             """)
         do {
             // A file from before indexes were kept may hold design documents that define some.
-            try IndexEntries.rebuildAll(in: db)
+            try IndexEntries.defineAll(in: db)
             try db.execute("PRAGMA user_version = \(version); COMMIT")
         } catch {
             try? db.execute("ROLLBACK")

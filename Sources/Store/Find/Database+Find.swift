@@ -49,15 +49,16 @@ extension Database {
     static let scanWarningRatio = 10
     static let scanWarning = "The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this."
 
-    /// Answers a Mango query from one read snapshot, reading the range of the
-    /// best index for it (``QueryPlan``) and matching each document read against
-    /// the whole selector. Stops early, with ``StoreError/cancelled``, when the
-    /// asking task is cancelled.
+    /// Answers a Mango query: brings the indexes up to date (unless the query says
+    /// not to), then reads one snapshot, the range of the best index for the query
+    /// (``QueryPlan``), matching each document read against the whole selector.
+    /// Stops early, with ``StoreError/cancelled``, when the asking task is cancelled.
     ///
     /// - Throws: the plan's `no_usable_index` (400); 413 `too_large` when the
     ///   documents asked for pass ``maximumFindResultBytes``.
-    public func find(_ query: FindQuery) throws(StoreError) -> FindResult {
-        try read { db in
+    public func find(_ query: FindQuery) async throws(StoreError) -> FindResult {
+        if query.update { try await updateIndexes() }
+        return try read { db in
             let started = ContinuousClock.now
             let plan = try QueryPlan(query, indexes: try IndexEntries.load(from: db))
             var scan = FindScan(query: query, db: db)
@@ -117,6 +118,25 @@ extension Database {
             ]
         }
     }
+
+    /// Brings every index up to the last sequence, in writer transactions of at most
+    /// ``indexBatch`` documents; nothing to do costs one read.
+    public func updateIndexes() async throws(StoreError) {
+        let behind = try read { db in
+            let meta = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
+            defer { meta.reset() }
+            let last = try meta.step() ? UInt64(meta.int64(0)) : 0
+            return IndexEntries.areBehind(try IndexEntries.load(from: db), last)
+        }
+        guard behind else { return }
+        while try await write({ context in try IndexEntries.catchUp(in: &context, limit: Self.indexBatch) }) {
+            if Task.isCancelled { throw .cancelled }
+        }
+    }
+
+    /// The most documents one transaction of ``updateIndexes()`` reads: it holds up
+    /// other writes for about as long as a bulk write of as many documents.
+    static let indexBatch = 20_000
 
     /// The database's indexes as `GET /{db}/_index` lists them, `_all_docs` first.
     public func queryIndexes() throws(StoreError) -> [JSON] {

@@ -32,6 +32,9 @@ public struct FindQuery: Sendable {
     public let executionStats: Bool
     /// Whether a query whose `use_index` cannot serve it runs on another index (the default) or fails.
     public let allowFallback: Bool
+    /// Whether indexes are brought up to date before the query reads them (the
+    /// default); `"update": false` or `"stale": "ok"` read them as they are.
+    public let update: Bool
 
     /// The request's members CouchDB accepts.
     private static let known: Set<String> = [
@@ -100,13 +103,14 @@ public struct FindQuery: Sendable {
         allowFallback = try Self.flag(request["allow_fallback"], "allow_fallback", default: true)
         // Accepted as CouchDB accepts them; one node holds one current copy of each index.
         _ = try Self.flag(request["stable"], "stable", default: false)
-        _ = try Self.flag(request["update"], "update", default: true)
+        let update = try Self.flag(request["update"], "update", default: true)
         if let r = request["r"], (r.intValue ?? 0) < 1 || r.doubleValue != Double(r.intValue ?? 0) {
             throw StoreError(.badRequest, error: "invalid_pos_integer", reason: "\(r.serialized()) is not an integer greater than zero")
         }
         if let stale = request["stale"], stale != .string("ok"), stale != .string("false"), stale != .bool(false) {
             throw StoreError(.badRequest, error: "invalid_stale", reason: "Invalid value for stale: \(stale.serialized())")
         }
+        self.update = update && request["stale"] != .string("ok")
     }
 
     private static func designID(_ name: String) -> String { name.hasPrefix("_design/") ? name : "_design/" + name }

@@ -9,7 +9,7 @@ import Store
 extension CouchResponder {
     func find(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let query = try FindQuery(try await Self.readQueryBody(&exchange, limit: configuration.maximumRequestSize))
-        return Self.json(try db.find(query).json(executionStats: query.executionStats))
+        return Self.json(try await db.find(query).json(executionStats: query.executionStats))
     }
 
     func explain(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
