@@ -57,29 +57,43 @@ extension Database {
     /// - Throws: the plan's `no_usable_index` (400); 413 `too_large` when the
     ///   documents asked for pass ``maximumFindResultBytes``.
     public func find(_ query: FindQuery) async throws(StoreError) -> FindResult {
-        if query.update { try await updateIndexes() }
-        return try read { db in
-            let started = ContinuousClock.now
-            let plan = try QueryPlan(query, indexes: try IndexEntries.load(from: db))
-            var scan = FindScan(query: query, db: db)
-            switch plan.source {
-            case .allDocs(let lower, let upper):
-                try scan.allDocs(lower: lower, upper: upper, descending: plan.descending)
-            case .index(let stored, let lower, let upper):
-                try scan.index(stored.rowID, lower: lower, upper: upper, descending: plan.descending)
-            case .nothing: break
-            }
-            scan.statistics.resultsReturned = scan.documents.count
-            scan.statistics.executionTime = ContinuousClock.now - started
-            var warnings = plan.warnings
-            if scan.statistics.documentsExamined > Self.scanWarningRatio * max(1, scan.statistics.resultsReturned)
-                || (scan.statistics.resultsReturned == 0 && scan.statistics.documentsExamined > Self.scanWarningRatio) {
-                warnings.append(Self.scanWarning)
-            }
-            return FindResult(documents: scan.documents, bookmark: scan.last?.text ?? query.bookmark?.text ?? "nil",
-                              warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
-                              statistics: scan.statistics)
+        // One snapshot both tells whether the indexes are behind and, when not, answers.
+        if let result = try read({ db in try Self.find(query, current: query.update, in: db) }) { return result }
+        try await updateIndexes()
+        // What was written while the indexes caught up is not waited for: a query is never starved by writers.
+        return try read { db in try Self.find(query, current: false, in: db)! }
+    }
+
+    /// The answer from `db`'s snapshot; `nil` when the indexes must be `current` and are behind.
+    private static func find(_ query: FindQuery, current: Bool, in db: Connection) throws -> FindResult? {
+        let started = ContinuousClock.now
+        let indexes = try IndexEntries.load(from: db)
+        if current, IndexEntries.areBehind(indexes, try lastSequence(in: db)) { return nil }
+        let plan = try QueryPlan(query, indexes: indexes)
+        var scan = FindScan(query: query, db: db)
+        switch plan.source {
+        case .allDocs(let lower, let upper):
+            try scan.allDocs(lower: lower, upper: upper, descending: plan.descending)
+        case .index(let stored, let lower, let upper):
+            try scan.index(stored.rowID, lower: lower, upper: upper, descending: plan.descending)
+        case .nothing: break
         }
+        scan.statistics.resultsReturned = scan.documents.count
+        scan.statistics.executionTime = ContinuousClock.now - started
+        var warnings = plan.warnings
+        if scan.statistics.documentsExamined > scanWarningRatio * max(1, scan.statistics.resultsReturned)
+            || (scan.statistics.resultsReturned == 0 && scan.statistics.documentsExamined > scanWarningRatio) {
+            warnings.append(scanWarning)
+        }
+        return FindResult(documents: scan.documents, bookmark: scan.last?.text ?? query.bookmark?.text ?? "nil",
+                          warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
+                          statistics: scan.statistics)
+    }
+
+    private static func lastSequence(in db: Connection) throws(StoreError) -> UInt64 {
+        let meta = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
+        defer { meta.reset() }
+        return try meta.step() ? UInt64(meta.int64(0)) : 0
     }
 
     /// What `find` would do, CouchDB's `_explain` body: the index chosen, the range read, the options.
@@ -122,12 +136,7 @@ extension Database {
     /// Brings every index up to the last sequence, in writer transactions of at most
     /// ``indexBatch`` documents; nothing to do costs one read.
     public func updateIndexes() async throws(StoreError) {
-        let behind = try read { db in
-            let meta = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
-            defer { meta.reset() }
-            let last = try meta.step() ? UInt64(meta.int64(0)) : 0
-            return IndexEntries.areBehind(try IndexEntries.load(from: db), last)
-        }
+        let behind = try read { db in IndexEntries.areBehind(try IndexEntries.load(from: db), try Self.lastSequence(in: db)) }
         guard behind else { return }
         while try await write({ context in try IndexEntries.catchUp(in: &context, limit: Self.indexBatch) }) {
             if Task.isCancelled { throw .cancelled }
