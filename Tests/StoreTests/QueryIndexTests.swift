@@ -144,6 +144,45 @@ final class QueryIndexTests: DatabaseTestCase {
         XCTAssertEqual(all.documents.count, 50)
     }
 
+    func testAttachmentStubsAreIndexedAsTheSelectorSeesThem() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["_attachments.photo.content_type"]}}"#))
+        try await database.put(json(#"{"_id":"p","_attachments":{"photo":{"content_type":"image/png","data":"aGVsbG8="}}}"#))
+        try await database.put(["_id": "q", "v": 1])
+        let found = try await result(#"{"selector":{"_attachments.photo.content_type":"image/png"}}"#)
+        XCTAssertNil(found.warning, "the index serves it")
+        XCTAssertEqual(found.documents.map { $0["_id"] }, ["p"])
+    }
+
+    func testAQueryWaitsOnlyForTheIndexItReads() async throws {
+        _ = try await database.bulkDocs((0..<50).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0)), "m": 1]) })
+        try await database.createIndex(json(#"{"index":{"fields":["n"]},"ddoc":"n","name":"n"}"#))
+        let scanned = try await result(#"{"selector":{"m":1},"limit":100}"#)
+        XCTAssertEqual(scanned.documents.count, 50)
+        let database = self.database!
+        let sequences = { try database.read { db in try IndexEntries.load(from: db).map(\.sequence) } }
+        XCTAssertEqual(try sequences(), [0], "a query on _all_docs leaves the new index alone")
+        try await expect(#"{"selector":{"n":{"$lt":2}},"sort":["n"]}"#, ["d0", "d1"])
+        XCTAssertEqual(try sequences(), [51])
+    }
+
+    func testTheIndexBoundingMoreLeadingFieldsWinsAsInCouchDB() async throws {
+        try await database.createIndex(json(#"{"index":{"fields":["a"]},"ddoc":"a","name":"a"}"#))
+        try await database.createIndex(json(#"{"index":{"fields":["a","b"]},"ddoc":"ab","name":"ab"}"#))
+        let plan = try database.explain(FindQuery(json(#"{"selector":{"a":{"$gt":1},"b":{"$gt":2}}}"#)))
+        XCTAssertEqual(plan["index"]?["name"], "ab")
+        // A sort must be the columns after the leading fields fixed by $eq, with nothing between.
+        try await database.createIndex(json(#"{"index":{"fields":["a","b","c"]},"ddoc":"abc","name":"abc"}"#))
+        try await database.put(["_id": "x", "a": 1, "b": 1, "c": 5])
+        try await expect(#"{"selector":{"a":1,"b":1,"c":{"$gt":0}},"sort":["c"],"use_index":"abc","allow_fallback":false}"#, ["x"])
+        await assertRefused("no_usable_index") {
+            try await self.database.find(FindQuery(json(#"{"selector":{"a":1,"b":1,"c":{"$gt":0}},"sort":["a","c"],"use_index":"abc","allow_fallback":false}"#)))
+        }
+        await assertRefused("no_usable_index") { try await self.database.find(FindQuery(json(#"{"selector":{"c":1},"allow_fallback":false}"#))) }
+        let tooMany = (0...QueryIndex.maximumFields).map { JSON.string("f\($0)") }
+        await assertRefused("invalid_index") { try await self.database.createIndex(["index": ["fields": .array(tooMany)]]) }
+        await assertRefused("invalid_sort_field") { try await self.database.createIndex(json(#"{"index":{"fields":[{"":"asc"}]}}"#)) }
+    }
+
     func testAScanStopsWhenItsTaskIsCancelled() async throws {
         let uploads = (0..<5000).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0))]) }
         _ = try await database.bulkDocs(uploads)

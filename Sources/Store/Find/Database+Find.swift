@@ -57,19 +57,35 @@ extension Database {
     /// - Throws: the plan's `no_usable_index` (400); 413 `too_large` when the
     ///   documents asked for pass ``maximumFindResultBytes``.
     public func find(_ query: FindQuery) async throws(StoreError) -> FindResult {
-        // One snapshot both tells whether the indexes are behind and, when not, answers.
-        if let result = try read({ db in try Self.find(query, current: query.update, in: db) }) { return result }
-        try await updateIndexes()
-        // What was written while the indexes caught up is not waited for: a query is never starved by writers.
-        return try read { db in try Self.find(query, current: false, in: db)! }
+        // One snapshot both tells whether the chosen index is behind and, when not, answers.
+        switch try read({ db in try Self.find(query, current: query.update, in: db) }) {
+        case .answer(let result):
+            return result
+        case .behind(let index, let sequence):
+            // Up to the sequence seen, not beyond: writes that come meanwhile cannot keep the query waiting.
+            try await updateIndexes(only: index, upTo: sequence)
+            guard case .answer(let result) = try read({ db in try Self.find(query, current: false, in: db) }) else {
+                throw .internal("a query found its index behind after catching it up")
+            }
+            return result
+        }
     }
 
-    /// The answer from `db`'s snapshot; `nil` when the indexes must be `current` and are behind.
-    private static func find(_ query: FindQuery, current: Bool, in db: Connection) throws -> FindResult? {
+    private enum FindOutcome: Sendable {
+        case answer(FindResult)
+        /// The index the query reads has not read the documents up to `sequence`.
+        case behind(index: Int64, sequence: UInt64)
+    }
+
+    /// The answer from `db`'s snapshot, unless the index chosen must be `current` and is behind.
+    private static func find(_ query: FindQuery, current: Bool, in db: Connection) throws -> FindOutcome {
         let started = ContinuousClock.now
         let indexes = try IndexEntries.load(from: db)
-        if current, IndexEntries.areBehind(indexes, try lastSequence(in: db)) { return nil }
         let plan = try QueryPlan(query, indexes: indexes)
+        if current, case .index(let stored, _, _) = plan.source {
+            let last = try lastSequence(in: db)
+            if stored.sequence < last { return .behind(index: stored.rowID, sequence: last) }
+        }
         var scan = FindScan(query: query, db: db)
         switch plan.source {
         case .allDocs(let lower, let upper):
@@ -85,15 +101,15 @@ extension Database {
             || (scan.statistics.resultsReturned == 0 && scan.statistics.documentsExamined > scanWarningRatio) {
             warnings.append(scanWarning)
         }
-        return FindResult(documents: scan.documents, bookmark: scan.last?.text ?? query.bookmark?.text ?? "nil",
-                          warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
-                          statistics: scan.statistics)
+        return .answer(FindResult(documents: scan.documents, bookmark: scan.last?.text ?? query.bookmark?.text ?? "nil",
+                                   warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
+                                   statistics: scan.statistics))
     }
 
     private static func lastSequence(in db: Connection) throws(StoreError) -> UInt64 {
         let meta = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
         defer { meta.reset() }
-        return try meta.step() ? UInt64(meta.int64(0)) : 0
+        return try meta.step() ? UInt64(clamping: meta.int64(0)) : 0
     }
 
     /// What `find` would do, CouchDB's `_explain` body: the index chosen, the range read, the options.
@@ -133,12 +149,21 @@ extension Database {
         }
     }
 
-    /// Brings every index up to the last sequence, in writer transactions of at most
-    /// ``indexBatch`` documents; nothing to do costs one read.
+    /// Brings every index (or only index `only`) up to the last sequence as it is now
+    /// (or `target`), in writer transactions of at most ``indexBatch`` documents;
+    /// nothing to do costs one read.
     public func updateIndexes() async throws(StoreError) {
-        let behind = try read { db in IndexEntries.areBehind(try IndexEntries.load(from: db), try Self.lastSequence(in: db)) }
+        try await updateIndexes(only: nil, upTo: nil)
+    }
+
+    private func updateIndexes(only: Int64?, upTo target: UInt64?) async throws(StoreError) {
+        let (behind, last) = try read { db in
+            let last = try Self.lastSequence(in: db)
+            let indexes = try IndexEntries.load(from: db).filter { only == nil || $0.rowID == only }
+            return (IndexEntries.areBehind(indexes, min(last, target ?? last)), min(last, target ?? last))
+        }
         guard behind else { return }
-        while try await write({ context in try IndexEntries.catchUp(in: &context, limit: Self.indexBatch) }) {
+        while try await write({ context in try IndexEntries.catchUp(in: &context, upTo: last, only: only, limit: Self.indexBatch) }) {
             if Task.isCancelled { throw .cancelled }
         }
     }

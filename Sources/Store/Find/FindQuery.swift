@@ -36,6 +36,9 @@ public struct FindQuery: Sendable {
     /// default); `"update": false` or `"stale": "ok"` read them as they are.
     public let update: Bool
 
+    /// The most names `fields` may list: a bound on the work of projecting each document.
+    public static let maximumFields = 1000
+
     /// The request's members CouchDB accepts.
     private static let known: Set<String> = [
         "selector", "limit", "skip", "sort", "fields", "use_index", "bookmark", "conflicts", "r", "stable",
@@ -65,6 +68,8 @@ public struct FindQuery: Sendable {
         (sort, descending) = try Self.sort(request["sort"] ?? .array([]))
         switch request["fields"] {
         case nil: fields = nil
+        case .array(let names)? where names.count > Self.maximumFields:
+            throw StoreError(.badRequest, error: "invalid_fields", reason: "Fields may name at most \(Self.maximumFields) fields.")
         case .array(let names)?:
             var parsed: [String] = []
             for name in names {
@@ -143,7 +148,8 @@ public struct FindQuery: Sendable {
             case .string(let name) where !name.isEmpty:
                 fields.append(SortField(name: name, path: try FieldPath(name)))
                 directions.insert(false)
-            case .object(let object) where object.count == 1 && (object.members[0].value == "asc" || object.members[0].value == "desc"):
+            case .object(let object) where object.count == 1 && !object.members[0].key.isEmpty
+                && (object.members[0].value == "asc" || object.members[0].value == "desc"):
                 let (name, direction) = object.members[0]
                 fields.append(SortField(name: name, path: try FieldPath(name)))
                 directions.insert(direction.stringValue == "desc")

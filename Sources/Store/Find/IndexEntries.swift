@@ -52,7 +52,7 @@ enum IndexEntries {
             guard let view = try? JSON(parsing: select.string(3)),
                 let index = QueryIndex.indexes(inDesignDocument: ddoc, body: ["language": "query", "views": .object(JSON.Object([(key: name, value: view)]))]).first
             else { throw .internal("stored index \(ddoc)/\(name) is corrupt") }
-            stored.append(Stored(rowID: select.int64(0), index: index, sequence: UInt64(select.int64(4))))
+            stored.append(Stored(rowID: select.int64(0), index: index, sequence: UInt64(clamping: select.int64(4))))
         }
         return stored
     }
@@ -65,13 +65,14 @@ enum IndexEntries {
 
     private static func designDocumentChanged(id: String, body: [UInt8]?, indexes: inout [Stored], in db: Connection) throws {
         let defined = try body.map { body in QueryIndex.indexes(inDesignDocument: id, body: try JSON(parsing: body)) } ?? []
+        let definedByName = Dictionary(defined.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var kept: [Stored] = []
         for stored in indexes {
             guard stored.index.designDocument == id else {
                 kept.append(stored)
                 continue
             }
-            if let same = defined.first(where: { $0.name == stored.index.name && $0.sameEntries(as: stored.index) }) {
+            if let same = definedByName[stored.index.name], same.sameEntries(as: stored.index) {
                 let update = try db.statement("UPDATE query_indexes SET view = ? WHERE id = ?")
                 defer { update.reset() }
                 update.bind(same.view.serialized(), at: 1)
@@ -87,7 +88,10 @@ enum IndexEntries {
                 try delete.run()
             }
         }
-        for index in defined where !kept.contains(where: { $0.index.designDocument == id && $0.index.name == index.name }) {
+        let keptNames = Set(kept.lazy.filter { $0.index.designDocument == id }.map(\.index.name))
+        for index in defined where !keptNames.contains(index.name) {
+            // A bound on what one design document, perhaps a peer's, makes every later catch-up do.
+            guard kept.count < QueryIndex.maximumIndexes else { break }
             let insert = try db.statement("INSERT INTO query_indexes(ddoc, name, view, seq) VALUES (?, ?, ?, 0) RETURNING id")
             defer { insert.reset() }
             insert.bind(id, at: 1)
@@ -113,13 +117,14 @@ enum IndexEntries {
         indexes.contains { $0.sequence < sequence }
     }
 
-    /// Brings the indexes behind the last sequence forward by at most `limit`
-    /// documents, in changes-feed order: each changed document's entries are
-    /// replaced by those of its winning revision (none when deleted). Returns
-    /// whether some index is still behind.
-    static func catchUp(in context: inout WriteContext, limit: Int) throws -> Bool {
-        let last = context.lastSequence
-        var behind = context.queryIndexes.filter { $0.sequence < last }
+    /// Brings the indexes behind `target` (all of them, or only index `only`) forward
+    /// by at most `limit` documents, in changes-feed order: each changed document's
+    /// entries are replaced by those of its winning revision (none when deleted).
+    /// Returns whether one of them is still behind `target`; what is written after
+    /// `target` is left for the next query, so writers cannot keep a query waiting.
+    static func catchUp(in context: inout WriteContext, upTo target: UInt64 = .max, only: Int64? = nil, limit: Int) throws -> Bool {
+        let last = min(context.lastSequence, target)
+        var behind = context.queryIndexes.filter { $0.sequence < last && (only == nil || $0.rowID == only) }
         guard let from = behind.map(\.sequence).min() else { return false }
         let db = context.connection
         let select = try db.statement("SELECT seq, id, deleted, tree FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
@@ -139,9 +144,11 @@ enum IndexEntries {
             let (sequence, id) = (UInt64(select.int64(0)), select.string(1))
             reached = sequence
             if id.hasPrefix("_design/") { continue }
+            // The document as the selector sees it (its attachments' stubs included).
             var document: JSON?
-            if select.int(2) == 0, let winner = try RevisionTree(decoding: select.blob(3)).winner, !winner.deleted, let body = winner.body {
-                document = try self.document(id: id, revision: winner.revision.description, body: body)
+            if select.int(2) == 0 {
+                let row = DocumentRow(id: id, sequence: sequence, tree: try RevisionTree(decoding: select.blob(3)))
+                if let winner = row.tree.winner, !winner.deleted { document = try row.revision(at: winner)?.json() }
             }
             for stored in behind where stored.sequence < sequence {
                 if stored.sequence > 0 {  // an index built from nothing has no entries to replace
@@ -158,7 +165,7 @@ enum IndexEntries {
                 try insert.run()
             }
         }
-        if read < limit { reached = last }
+        if read < limit || reached > last { reached = last }
         let update = try db.statement("UPDATE query_indexes SET seq = ? WHERE id = ?")
         defer { update.reset() }
         for position in behind.indices where behind[position].sequence < reached {
@@ -170,15 +177,6 @@ enum IndexEntries {
         }
         context.queryIndexes = context.queryIndexes.map { stored in behind.first { $0.rowID == stored.rowID } ?? stored }
         return reached < last
-    }
-
-    /// The document as a selector sees it: `_id`, `_rev` and the body's fields.
-    static func document(id: String, revision: String, body: [UInt8]) throws -> JSON {
-        guard case .object(let fields) = try JSON(parsing: body) else { throw StoreError.internal("stored body of \(id) is not an object") }
-        var members: [(key: String, value: JSON)] = [("_id", .string(id)), ("_rev", .string(revision))]
-        members.reserveCapacity(fields.count + 2)
-        members.append(contentsOf: fields.members)
-        return .object(JSON.Object(members))
     }
 
     /// Defines the indexes of every design document: for a database written

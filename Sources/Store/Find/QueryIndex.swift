@@ -17,6 +17,13 @@ public struct QueryIndex: Sendable, Hashable {
         let path: FieldPath
     }
 
+    /// The most fields one index may have; a definition with more is refused (400) or, in a
+    /// design document that arrives by replication, left out.
+    public static let maximumFields = 64
+    /// The most indexes one database keeps; definitions beyond it are left out. Every
+    /// index adds work to each query's catch-up of every changed document.
+    public static let maximumIndexes = 100
+
     /// The design document's id (`_design/...`).
     public let designDocument: String
     /// The index's name: the view's name in the design document.
@@ -52,8 +59,8 @@ extension QueryIndex {
     /// Views that are not JSON index definitions are skipped.
     static func indexes(inDesignDocument id: String, body: JSON) -> [QueryIndex] {
         guard body["language"]?.stringValue == "query", case .object(let views)? = body["views"] else { return [] }
-        return views.members.compactMap { name, view in
-            guard case .object(let fields)? = view["map"]?["fields"], !fields.isEmpty else { return nil }
+        return views.members.prefix(maximumIndexes).compactMap { name, view in
+            guard case .object(let fields)? = view["map"]?["fields"], !fields.isEmpty, fields.count <= maximumFields else { return nil }
             var parsed: [Field] = []
             // The order of the fields is the order of `options.def.fields`, an array: a JSON
             // object's member order does not survive every store (syncd's sorts them).
@@ -101,6 +108,9 @@ extension QueryIndex {
         }
         guard let rawFields = index["fields"] else {
             throw StoreError(.badRequest, error: "missing_required_key", reason: "Missing required key: fields")
+        }
+        if let count = rawFields.arrayValue?.count, count > maximumFields {
+            throw invalidIndex("An index has at most \(maximumFields) fields.")
         }
         let (sorted, descending) = try FindQuery.sort(rawFields)
         guard !sorted.isEmpty else { throw invalidIndex("Index definition must have at least one field.") }

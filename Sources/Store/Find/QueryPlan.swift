@@ -5,8 +5,9 @@
 /// could not match; CouchDB lets a sort field go unrequired) and, with a sort, when the sort fields are the index's fields in order, after
 /// any leading fields the selector fixes with `$eq`. An index with a
 /// `partial_filter_selector` serves only a query that names it in `use_index`.
-/// Among those that can, the one whose leading fields the selector bounds the
-/// most wins, then the one with fewer fields, then by design document and name.
+/// Among those that can, the one with the longest run of leading fields the
+/// selector bounds wins, then the one with fewer fields, then by design document
+/// and name (CouchDB's `choose_best_index`).
 /// With none, the query reads every document (`_all_docs`) with a warning, or
 /// fails if it asked for a sort.
 struct QueryPlan: Sendable {
@@ -54,8 +55,7 @@ struct QueryPlan: Sendable {
         let usable = candidates.filter { Self.isUsable($0.index, required: required, conditions: conditions, sort: query.sort) }
         let ranked = usable.map { stored in (stored, Self.boundedPrefix(stored.index, conditions)) }
         if let best = ranked.min(by: { a, b in
-            let (unboundedA, unboundedB) = (a.0.index.fields.count - a.1, b.0.index.fields.count - b.1)
-            if unboundedA != unboundedB { return unboundedA < unboundedB }
+            if a.1 != b.1 { return a.1 > b.1 }
             if a.0.index.fields.count != b.0.index.fields.count { return a.0.index.fields.count < b.0.index.fields.count }
             return (a.0.index.designDocument, a.0.index.name) < (b.0.index.designDocument, b.0.index.name)
         })?.0 {
@@ -68,7 +68,11 @@ struct QueryPlan: Sendable {
                 throw StoreError(.badRequest, error: "no_usable_index",
                                  reason: "No index exists for this sort, try indexing by the sort fields.")
             }
-            if !query.allowFallback, query.useIndex != nil { throw Self.unusable }
+            // As CouchDB 3.4 and later: no fallback means not to `_all_docs` either.
+            if !query.allowFallback {
+                throw query.useIndex != nil ? Self.unusable : StoreError(
+                    .badRequest, error: "no_usable_index", reason: "No index can serve this query, and \"allow_fallback\" is false.")
+            }
             source = Self.idRange(conditions)
             warnings.append(Self.noIndexWarning)
         }
@@ -125,13 +129,11 @@ struct QueryPlan: Sendable {
         let needed = index.fields.map(\.name).filter { !sorted.contains($0) && $0 != "_id" && $0 != "_rev" }
         guard needed.allSatisfy(required.contains) else { return false }
         guard !sort.isEmpty else { return true }
+        // Leading columns the selector fixes with `$eq` may come before the sort fields,
+        // which must then be the next columns, in order (CouchDB's `can_use_sort`).
         var columns = index.fields.map(\.name)[...]
-        for field in sort {
-            while let next = columns.first, next != field.name, isConstant(next, conditions) { columns.removeFirst() }
-            guard columns.first == field.name else { return false }
-            columns.removeFirst()
-        }
-        return true
+        while let next = columns.first, next != sort[0].name, isConstant(next, conditions) { columns.removeFirst() }
+        return columns.starts(with: sort.map(\.name))
     }
 
     // MARK: - Ranges
@@ -175,16 +177,14 @@ struct QueryPlan: Sendable {
         }
     }
 
-    /// How many leading fields of `index` the selector bounds: every field fixed
-    /// by `$eq`, and the first one after them bounded in any way.
+    /// How many leading fields of `index` the selector bounds in any way: CouchDB's
+    /// prefix of columns with a range, by which it ranks indexes.
     private static func boundedPrefix(_ index: QueryIndex, _ conditions: [String: [Condition]]) -> Int {
         var count = 0
         for field in index.fields {
-            if field.name == "_id" { break }
             let bounds = Bounds(conditions[field.name] ?? [], order: Collation.compare)
             guard bounds.lower != nil || bounds.upper != nil else { break }
             count += 1
-            if !bounds.isPoint { break }
         }
         return count
     }
