@@ -130,7 +130,7 @@ extension Database {
             update.bind(Int64(row.sequence), at: 5)
             try update.run()
             try AncestorBodies.forget(id: id, except: tree, in: db)
-            if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: winner.deleted ? nil : winner.body, in: &context) }
+            try IndexEntries.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
             if winner.deleted != oldWinner.deleted {
                 context.docCount += winner.deleted ? -1 : 1
                 context.deletedCount += winner.deleted ? 1 : -1
@@ -141,7 +141,7 @@ extension Database {
             try delete.run()
             try AncestorBodies.forget(id: id, except: nil, in: db)
             try IndexEntries.forget(id: id, in: &context)
-            if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: nil, in: &context) }
+            try IndexEntries.documentStored(id: id, body: nil, in: &context)
             if oldWinner.deleted { context.deletedCount -= 1 } else { context.docCount -= 1 }
         }
         return purged

@@ -70,9 +70,7 @@ enum DocumentUpdate {
         guard context.connection.changes > 0 else { return nil }
         _ = context.nextSequence()
         if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
-        if document.id!.hasPrefix("_design/") {
-            try IndexEntries.designDocumentChanged(id: document.id!, body: document.deleted ? nil : document.bodyText, in: &context)
-        }
+        try IndexEntries.documentStored(id: document.id!, body: document.deleted ? nil : document.bodyText, in: &context)
         return creation.revision
     }
 

@@ -115,7 +115,7 @@ struct EditedRow {
             try insert.run()
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }
-        if id.hasPrefix("_design/") { try IndexEntries.designDocumentChanged(id: id, body: winner.deleted ? nil : winner.body, in: &context) }
+        try IndexEntries.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
         self.sequence = nil
     }
 

@@ -16,7 +16,7 @@ struct WriteContext {
     var docCount: Int
     var deletedCount: Int
     var revsLimit: Int
-    /// The database's Mango indexes, whose entries each write keeps in step.
+    /// The database's Mango indexes: design documents written redefine them, and queries catch them up.
     var queryIndexes: [IndexEntries.Stored] = []
 
     /// SQLite's `data_version` when the counters were last known true: a commit

@@ -97,8 +97,7 @@ extension Database {
         scan.statistics.resultsReturned = scan.documents.count
         scan.statistics.executionTime = ContinuousClock.now - started
         var warnings = plan.warnings
-        if scan.statistics.documentsExamined > scanWarningRatio * max(1, scan.statistics.resultsReturned)
-            || (scan.statistics.resultsReturned == 0 && scan.statistics.documentsExamined > scanWarningRatio) {
+        if scan.statistics.documentsExamined > scanWarningRatio * max(1, scan.statistics.resultsReturned) {
             warnings.append(scanWarning)
         }
         return .answer(FindResult(documents: scan.documents, bookmark: scan.last?.text ?? query.bookmark?.text ?? "nil",
@@ -120,7 +119,7 @@ extension Database {
             var range: JSON.Object = ["direction": .string(plan.descending ? "rev" : "fwd")]
             switch plan.source {
             case .allDocs(let lower, let upper):
-                index = ["ddoc": nil, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]]
+                index = Self.allDocsIndex
                 range["start_key"] = lower.map { .string($0.0) } ?? nil
                 range["end_key"] = upper.map { .string($0.0) } ?? "<MAX>"
             case .nothing:
@@ -130,20 +129,18 @@ extension Database {
                 range["start_key"] = lower.map { .string(Hex.string($0)) } ?? nil
                 range["end_key"] = upper.map { .string(Hex.string($0)) } ?? "<MAX>"
             }
-            var opts: JSON.Object = [
+            let fields: JSON = query.fields.map { .array($0.map(JSON.string)) } ?? "all_fields"
+            let opts: JSON.Object = [
                 "use_index": .array(query.useIndex.map { [.string($0.designDocument)] + ($0.name.map { [.string($0)] } ?? []) } ?? []),
                 "bookmark": .string(query.bookmark?.text ?? "nil"),
                 "limit": .number(Double(query.limit)), "skip": .number(Double(query.skip)),
                 "sort": .object(JSON.Object(query.sort.map { ($0.name, .string(query.descending ? "desc" : "asc")) })),
-                "fields": query.fields.map { .array($0.map(JSON.string)) } ?? "all_fields",
-                "conflicts": .bool(query.conflicts), "execution_stats": .bool(query.executionStats),
-                "allow_fallback": .bool(query.allowFallback),
+                "fields": fields, "conflicts": .bool(query.conflicts), "execution_stats": .bool(query.executionStats),
+                "allow_fallback": .bool(query.allowFallback), "r": 1,
             ]
-            opts["r"] = 1
             return [
                 "dbname": .string(name), "index": index, "partitioned": false, "selector": query.selector.json,
-                "opts": .object(opts), "limit": .number(Double(query.limit)), "skip": .number(Double(query.skip)),
-                "fields": query.fields.map { .array($0.map(JSON.string)) } ?? "all_fields",
+                "opts": .object(opts), "limit": .number(Double(query.limit)), "skip": .number(Double(query.skip)), "fields": fields,
                 "range": .object(range), "covering": false,
             ]
         }
@@ -175,9 +172,11 @@ extension Database {
     /// The database's indexes as `GET /{db}/_index` lists them, `_all_docs` first.
     public func queryIndexes() throws(StoreError) -> [JSON] {
         let stored = try read { db in try IndexEntries.load(from: db) }
-        let special: JSON = ["ddoc": nil, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]]
-        return [special] + stored.map { Self.describe($0.index) }
+        return [Self.allDocsIndex] + stored.map { Self.describe($0.index) }
     }
+
+    /// The built-in index every database has, as CouchDB lists it.
+    private static let allDocsIndex: JSON = ["ddoc": nil, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]]
 
     private static func describe(_ index: QueryIndex) -> JSON {
         ["ddoc": .string(index.designDocument), "name": .string(index.name), "type": "json", "partitioned": false, "def": index.definition]
@@ -189,8 +188,8 @@ extension Database {
     }
 
     /// Creates a JSON index from the body of `POST /{db}/_index` by writing its
-    /// design document (adding a view to one that exists), which builds it in the
-    /// same transaction. Returns the design document id, the name, and whether it
+    /// design document (adding a view to one that exists); the first query that
+    /// reads it builds it. Returns the design document id, the name, and whether it
     /// was already there.
     @discardableResult
     public func createIndex(_ definition: JSON) async throws(StoreError) -> (IndexCreation, designDocument: String, name: String) {
@@ -224,7 +223,7 @@ extension Database {
 
     /// Deletes index `name` from its design document (the whole document when it was the last).
     public func deleteIndex(designDocument: String, name: String) async throws(StoreError) {
-        let id = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
+        let id = QueryIndex.designDocumentID(designDocument)
         while true {
             guard let current = try? document(id: id),
                 QueryIndex.indexes(inDesignDocument: id, body: .object(current.body)).contains(where: { $0.name == name })
@@ -322,7 +321,7 @@ private struct FindScan {
             skipped += 1
             return
         }
-        let answer = query.fields.map { Self.project(document, $0) } ?? document
+        let answer = query.fieldPaths.map { Self.project(document, $0) } ?? document
         bytes += answer.serialized().utf8.count
         if bytes > Database.maximumFindResultBytes {
             throw StoreError(.tooLarge, error: "too_large",
@@ -331,11 +330,11 @@ private struct FindScan {
         documents.append(answer)
     }
 
-    /// Only `fields` of `document`, a dotted field becoming nested objects; missing fields are left out.
-    static func project(_ document: JSON, _ fields: [String]) -> JSON {
+    /// Only the fields at `paths` of `document`, a dotted field becoming nested objects; missing fields are left out.
+    static func project(_ document: JSON, _ paths: [FieldPath]) -> JSON {
         var result = JSON.Object()
-        for field in fields {
-            guard let path = try? FieldPath(field), case .found(let value) = path.lookup(in: document) else { continue }
+        for path in paths {
+            guard case .found(let value) = path.lookup(in: document) else { continue }
             set(value, at: path.steps[...], in: &result)
         }
         return .object(result)

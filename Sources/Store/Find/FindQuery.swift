@@ -21,7 +21,9 @@ public struct FindQuery: Sendable {
     /// Whether the sort is descending.
     public let descending: Bool
     /// Only these fields of each document (`nil`: the whole document).
-    public let fields: [String]?
+    public var fields: [String]? { fieldPaths?.map(\.name) }
+    /// The same, parsed once for every document the query projects.
+    let fieldPaths: [FieldPath]?
     /// The index asked for (`use_index`): a design document, and maybe a name.
     public let useIndex: (designDocument: String, name: String?)?
     /// Where the previous page ended.
@@ -67,18 +69,18 @@ public struct FindQuery: Sendable {
         skip = try Self.count(request["skip"], "skip", default: 0)
         (sort, descending) = try Self.sort(request["sort"] ?? .array([]))
         switch request["fields"] {
-        case nil: fields = nil
+        case nil: fieldPaths = nil
         case .array(let names)? where names.count > Self.maximumFields:
             throw StoreError(.badRequest, error: "invalid_fields", reason: "Fields may name at most \(Self.maximumFields) fields.")
         case .array(let names)?:
-            var parsed: [String] = []
+            var parsed: [FieldPath] = []
             for name in names {
-                guard let field = name.stringValue, (try? FieldPath(field)) != nil else {
+                guard let field = name.stringValue, let path = try? FieldPath(field) else {
                     throw StoreError(.badRequest, error: "invalid_field", reason: "Invalid JSON for field spec: \(name.serialized())")
                 }
-                parsed.append(field)
+                parsed.append(path)
             }
-            fields = parsed.isEmpty ? nil : parsed
+            fieldPaths = parsed.isEmpty ? nil : parsed
         case let other?:
             throw StoreError(.badRequest, error: "invalid_fields", reason: "Fields must be an array of strings, not: \(other.serialized())")
         }
@@ -89,13 +91,13 @@ public struct FindQuery: Sendable {
             let parts = (text.hasPrefix("_design/") ? String(text.dropFirst(8)) : text).split(separator: "/", omittingEmptySubsequences: false)
             switch parts.count {
             case _ where text.isEmpty: useIndex = nil
-            case 1: useIndex = (Self.designID(String(parts[0])), nil)
-            case 2: useIndex = (Self.designID(String(parts[0])), String(parts[1]))
+            case 1: useIndex = (QueryIndex.designDocumentID(String(parts[0])), nil)
+            case 2: useIndex = (QueryIndex.designDocumentID(String(parts[0])), String(parts[1]))
             default: throw StoreError(.badRequest, error: "invalid_index_name", reason: "Invalid index name: \(JSON.string(text).serialized())")
             }
         case .array(let names)? where names.isEmpty: useIndex = nil
         case .array(let names)? where (1...2).contains(names.count) && names.allSatisfy({ $0.stringValue != nil }):
-            useIndex = (Self.designID(names[0].stringValue!), names.count == 2 ? names[1].stringValue! : nil)
+            useIndex = (QueryIndex.designDocumentID(names[0].stringValue!), names.count == 2 ? names[1].stringValue! : nil)
         case let other?: throw StoreError(.badRequest, error: "invalid_index_name", reason: "Invalid index name: \(other.serialized())")
         }
         switch request["bookmark"] {
@@ -117,8 +119,6 @@ public struct FindQuery: Sendable {
         }
         self.update = update && request["stale"] != .string("ok")
     }
-
-    private static func designID(_ name: String) -> String { name.hasPrefix("_design/") ? name : "_design/" + name }
 
     private static func count(_ value: JSON?, _ name: String, default fallback: Int) throws(StoreError) -> Int {
         guard let value else { return fallback }

@@ -57,9 +57,11 @@ enum IndexEntries {
         return stored
     }
 
-    /// After a write to design document `id`: its indexes are defined anew from `body`
-    /// (`nil` when deleted). A new or changed index starts empty, to be built by the next query.
-    static func designDocumentChanged(id: String, body: [UInt8]?, in context: inout WriteContext) throws {
+    /// After a write makes `body` the winner of document `id` (`nil` when deleted or gone):
+    /// a design document's indexes are defined anew from it, and a new or changed index
+    /// starts empty, to be built by the next query. Other documents wait for catch-up.
+    static func documentStored(id: String, body: [UInt8]?, in context: inout WriteContext) throws {
+        guard id.hasPrefix("_design/") else { return }
         try designDocumentChanged(id: id, body: body, indexes: &context.queryIndexes, in: context.connection)
     }
 

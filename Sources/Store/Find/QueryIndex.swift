@@ -5,8 +5,8 @@ import Crypto
 ///
 /// The definition lives where CouchDB keeps it, in a design document with
 /// `"language": "query"` (one view per index), so an index made on CouchDB
-/// replicates to syncd and works there, and the reverse. The store derives its
-/// entries from that document in the writer's transaction.
+/// replicates to syncd and works there, and the reverse. Its entries are brought
+/// up to date from the changes feed when queried (``IndexEntries``).
 public struct QueryIndex: Sendable, Hashable {
     /// One indexed field and its direction.
     public struct Field: Sendable, Hashable {
@@ -133,10 +133,12 @@ extension QueryIndex {
             guard !string.isEmpty, string != "_design/" else { throw invalidIndex("Invalid \(key): it must not be empty.") }
             return string
         }
-        var ddoc = try name("ddoc", digest)
-        if !ddoc.hasPrefix("_design/") { ddoc = "_design/" + ddoc }
-        return QueryIndex(designDocument: ddoc, name: try name("name", digest), fields: fields, partialFilter: filter)
+        return QueryIndex(designDocument: designDocumentID(try name("ddoc", digest)), name: try name("name", digest), fields: fields,
+                          partialFilter: filter)
     }
+
+    /// The id of design document `name`, given with or without `_design/`.
+    static func designDocumentID(_ name: String) -> String { name.hasPrefix("_design/") ? name : "_design/" + name }
 
     /// The view this index is in its design document, as CouchDB writes it.
     var view: JSON {
