@@ -97,27 +97,42 @@ final class QueryIndexTests: DatabaseTestCase {
 
     func testBookmarksPageThroughEveryDocumentOnceWhileWritesGoOn() async throws {
         try await database.createIndex(json(#"{"index":{"fields":["k"]}}"#))
+        let count = 10_000
+        let key = { (n: Int) in Double((n * 7919) % 500) }
         var revisions: [String: RevisionID] = [:]
-        let uploads = (0..<2000).map { DocumentUpload(["_id": .string(String(format: "d%04d", $0)), "k": .number(Double(($0 * 7919) % 500))]) }
+        let uploads = (0..<count).map { DocumentUpload(["_id": .string(String(format: "d%05d", $0)), "k": .number(key($0))]) }
         for result in try await database.bulkDocs(uploads) { revisions[result.id] = result.revision }
+        // Meanwhile a writer adds documents, deletes some of its own, and edits the originals (key unchanged).
+        let database = self.database!
+        let originals = revisions
+        let writer = Task {
+            var revisions = originals
+            var round = 0
+            while !Task.isCancelled {
+                round += 1
+                let id = String(format: "d%05d", (round * 13) % count)
+                revisions[id] = try await database.put(["_id": .string(id), "_rev": .string(revisions[id]!.description),
+                                                        "k": .number(key((round * 13) % count)), "round": .number(Double(round))]).revision
+                let added = try await database.put(["_id": .string("new\(round)"), "k": .number(Double(round % 500))]).revision
+                if round % 2 == 0 { try await database.put(["_id": .string("new\(round)"), "_rev": .string(added.description), "_deleted": true]) }
+            }
+            return round
+        }
         var seen: [String] = []
         var bookmark = "nil"
-        var page = 0
         while true {
-            let answer = try await result(#"{"selector":{"k":{"$gte":0}},"sort":["k"],"limit":37,"bookmark":"\#(bookmark)"}"#)
+            let answer = try await result(#"{"selector":{"k":{"$gte":0}},"sort":["k"],"limit":100,"bookmark":"\#(bookmark)"}"#)
             if answer.documents.isEmpty { break }
             seen += answer.documents.compactMap { $0["_id"]?.stringValue }
             bookmark = answer.bookmark
-            page += 1
-            // Between pages: documents change (key unchanged), and new ones come.
-            let id = String(format: "d%04d", (page * 13) % 2000)
-            let k = revisions[id].map { _ in Double(((page * 13) % 2000 * 7919) % 500) } ?? 0
-            revisions[id] = try await database.put(["_id": .string(id), "_rev": .string(revisions[id]!.description), "k": .number(k), "page": .number(Double(page))]).revision
-            try await database.put(["_id": .string("new\(page)"), "k": .number(Double(page % 500))])
+            await Task.yield()
         }
+        writer.cancel()
+        let rounds = try await writer.value
+        XCTAssertGreaterThan(rounds, 10, "writes went on while the pages were read")
         let original = seen.filter { $0.hasPrefix("d") }
-        XCTAssertEqual(original.count, 2000, "each document once")
-        XCTAssertEqual(Set(original).count, 2000)
+        XCTAssertEqual(original.count, count, "each document once")
+        XCTAssertEqual(Set(original).count, count)
         XCTAssertEqual(Set(seen).count, seen.count, "no document twice")
     }
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import Store
 import SyncAgent
 import XCTest
@@ -108,5 +109,64 @@ final class ListenerFindTests: XCTestCase {
         XCTAssertEqual(ids(there), ids(here))
         XCTAssertNil(there.json["warning"], "the replicated design document is an index there")
         XCTAssertEqual(there.json["execution_stats"]?["total_keys_examined"], .number(Double(ids(here).count)))
+    }
+
+    /// A query with no index reads every document. Its client leaving stops it (the
+    /// process's CPU falls back to idle), and a client that stays keeps a keep-alive
+    /// connection for its next request.
+    func testAQueryStopsWhenItsClientLeavesAndAConnectionThatStaysIsKept() async throws {
+        let server = try await startListener()
+        let db = try await database(server)
+        let text = String(repeating: "ab", count: 200) + "!"
+        let uploads = (0..<50_000).map { DocumentUpload(["_id": .string("d\($0)"), "text": .string(text)]) }
+        for result in try await server.catalog.database("db").bulkDocs(uploads) { _ = try result.result.get() }
+        // Each document's text makes this pattern backtrack until its step limit: a scan of 10 s or more.
+        let slow = #"{"selector":{"text":{"$regex":"^(a|b|ab)*$"}}}"#
+
+        let leaving = try RawHTTPConnection(url: db)
+        try leaving.post("/db/_find", json: slow)
+        try await Task.sleep(for: .milliseconds(300))
+        let busy = try await Self.cpuSeconds(over: .milliseconds(1000))
+        XCTAssertGreaterThan(busy, 0.5, "the query keeps a core busy while its client waits")
+        leaving.close()
+        try await Task.sleep(for: .milliseconds(500))
+        let after = try await Self.cpuSeconds(over: .milliseconds(1500))
+        XCTAssertLessThan(after, 0.3, "the query stopped when its client left (\(busy) s of CPU a second before)")
+
+        let staying = try RawHTTPConnection(url: db)
+        defer { staying.close() }
+        for round in 1...2 {
+            try staying.post("/db/_find", json: #"{"selector":{"_id":"d7"},"fields":["_id"]}"#)
+            XCTAssertTrue(staying.read(until: { $0.components(separatedBy: #"{"docs":[{"_id":"d7"}]"#).count == round + 1 }),
+                          staying.text)
+        }
+        XCTAssertFalse(staying.closedByServer)
+        XCTAssertFalse(staying.text.lowercased().contains("connection: close"), staying.text)
+
+        // A slow query whose client waits gets its whole answer; its connection was watched, so it closes then.
+        let waiting = try RawHTTPConnection(url: db)
+        defer { waiting.close() }
+        try waiting.post("/db/_find", json: #"{"selector":{"_id":{"$lt":"d11"},"text":{"$regex":"^(a|b|ab)*$"}},"execution_stats":true}"#)
+        var closed = false
+        for _ in 0..<600 where !closed {  // waits without holding one of the few threads the query needs
+            closed = waiting.closed(within: .milliseconds(1))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        XCTAssertTrue(closed, waiting.text)
+        XCTAssertTrue(waiting.text.contains(#"{"docs":[],"#), waiting.text)
+        XCTAssertTrue(waiting.text.contains(#""total_docs_examined":1113"#), waiting.text)
+        XCTAssertTrue(waiting.text.lowercased().contains("connection: close"), waiting.text)
+    }
+
+    /// CPU seconds this process spends over `duration`.
+    private static func cpuSeconds(over duration: Duration) async throws -> Double {
+        func now() -> Double {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+        let start = now()
+        try await Task.sleep(for: duration)
+        return now() - start
     }
 }

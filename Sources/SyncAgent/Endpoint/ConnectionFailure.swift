@@ -51,7 +51,8 @@ enum ConnectionFailure {
         }
     }
 
-    /// `error` in plain words: a connection, TLS or HTTP client failure, else its text.
+    /// `error` in plain words: a connection, TLS or HTTP client failure without the
+    /// library's type names, else (syncd's own errors) its text.
     static func plain(_ error: any Error) -> String {
         if let words = describe(error) ?? tls(error) { return words }
         switch error {
@@ -60,6 +61,9 @@ enum ConnectionFailure {
         case let error as HTTPClientError where error == .deadlineExceeded: return "timed out"
         case let error as IOError where error.errnoCode == ECONNRESET: return "the connection was reset"
         case let error as IOError where error.errnoCode == EPIPE: return "the connection was broken"
+        case let error as IOError: return "the connection failed: " + String(cString: strerror(error.errnoCode))
+        case let error as HTTPClientError: return "the HTTP request failed: " + error.shortDescription.lowercased()
+        case is ChannelError: return "the connection failed"
         default: return RemoteEndpoint.describe(error)
         }
     }

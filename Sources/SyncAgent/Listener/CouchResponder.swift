@@ -42,6 +42,9 @@ struct CouchResponder: HTTPResponder {
             response = Self.error(.badRequest("Malformed request body: \(error)"))
         } catch let error as HTTPError {
             response = Self.error(CouchError(error.status, "bad_request", error.body ?? error.status.reasonPhrase))
+        } catch is CancellationError {
+            // The client left, or the server is stopping: nobody reads this answer, and nothing failed.
+            response = Self.error(CouchError(StoreError.cancelled))
         } catch {
             listener.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")
             response = Self.error(CouchError(.internalServerError, "unknown_error", "\(type(of: error))"))

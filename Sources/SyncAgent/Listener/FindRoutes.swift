@@ -9,7 +9,49 @@ import Store
 extension CouchResponder {
     func find(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let query = try FindQuery(try await Self.readQueryBody(&exchange, limit: configuration.maximumRequestSize))
-        return Self.json(try await db.find(query).json(executionStats: query.executionStats))
+        // A query may pass over the whole database: one still running after a moment stops if its client leaves.
+        let (result, watched) = try await Self.cancelledIfClientLeaves(exchange.request.body) { try await db.find(query) }
+        var response = Self.json(result.json(executionStats: query.executionStats))
+        if watched { response.headers[.connection] = "close" }
+        return response
+    }
+
+    /// Runs `work`. If it is still running after `patience`, the connection is
+    /// watched from then on and `work` is cancelled if the client closes it;
+    /// watching reads the connection, so it is not reused after the answer
+    /// (`watched`). A quick answer leaves a keep-alive connection as it was.
+    static func cancelledIfClientLeaves<Value: Sendable>(
+        _ body: RequestBody, after patience: Duration = .milliseconds(100),
+        _ work: @escaping @Sendable () async throws -> Value
+    ) async throws -> (Value, watched: Bool) {
+        let (finished, signal) = AsyncStream.makeStream(of: Void.self)
+        let start = ContinuousClock.now
+        let task = Task {
+            defer { signal.finish() }
+            return try await work()
+        }
+        return try await withTaskCancellationHandler {
+            let quick = await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    for await _ in finished {}
+                    return !Task.isCancelled
+                }
+                group.addTask {
+                    try? await Task.sleep(for: patience)
+                    return false
+                }
+                defer { group.cancelAll() }
+                return await group.next() ?? false
+            }
+            // Quick means within `patience`, however late this task saw it (the pool's threads may all be busy).
+            if quick, ContinuousClock.now - start < patience { return (try await task.value, false) }
+            let value = try await body.consumeWithCancellationOnInboundClose { _ in
+                try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+            }
+            return (value, true)
+        } onCancel: {
+            task.cancel()
+        }
     }
 
     func explain(_ db: Database, _ exchange: inout Exchange) async throws -> Response {

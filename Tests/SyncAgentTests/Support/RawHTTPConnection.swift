@@ -52,6 +52,13 @@ final class RawHTTPConnection {
         guard send(socket, request, request.count, 0) == request.count else { throw TestSupportError("send failed") }
     }
 
+    /// Sends a POST request for `path` with a JSON `body`.
+    func post(_ path: String, json body: String) throws {
+        let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\(authorization)\r\n"
+        try write(Array((head + body).utf8))
+    }
+
     /// Sends `bytes` as they are (a request written by hand, however broken).
     func write(_ bytes: [UInt8]) throws {
         guard send(socket, bytes, bytes.count, 0) == bytes.count else { throw TestSupportError("send failed") }
