@@ -165,6 +165,23 @@ final class AgentTests: XCTestCase {
         XCTAssertTrue(attention.output.contains("Problems (1):\n  ! peer "), attention.output)
     }
 
+    /// avahi-daemon unreachable from the start (a system bus that is not there): the agent
+    /// serves, says so in `syncd status`, and warns once however often it retries.
+    func testDiscoveryUnavailableAtStartIsWarnedOnce() async throws {
+        let configuration = "[listener]\nhost = \"127.0.0.1\"\nport = 0\n"
+        let agent = try await AgentProcess.start(in: directory.path + "/a", configuration: configuration,
+                                                 environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(directory.path)/no-bus"])
+        defer { agent.stop() }
+        try await agent.waitUntil("discovery is unavailable") { try await agent.status().discovery.state == "unavailable" }
+        try await Task.sleep(for: .seconds(5))  // the browser retries every 2 s
+        let warnings = agent.process.errorText.split(separator: "\n").filter { $0.contains("discovery unavailable") }
+        XCTAssertEqual(warnings.count, 1, agent.process.errorText)
+        let state = try await agent.status().discovery.state
+        XCTAssertEqual(state, "unavailable")
+        let status = try agent.syncd(["status"])
+        XCTAssertTrue(status.output.contains("Discovery: unavailable"), status.output)
+    }
+
     func testReloadAddsADatabaseWithoutRestartingTheOthers() async throws {
         let (a, b) = try await pairedAgents()
         defer { a.stop(); b.stop() }

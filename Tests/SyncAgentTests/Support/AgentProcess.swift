@@ -23,13 +23,14 @@ final class AgentProcess: Sendable {
         self.urls = urls
     }
 
-    /// Writes `configuration` (TOML) to `DIRECTORY/syncd.toml`, starts the agent and waits for its URLs.
+    /// Writes `configuration` (TOML) to `DIRECTORY/syncd.toml`, starts the agent (with
+    /// `environment` added to the test's) and waits for its URLs.
     static func start(in directory: String, configuration: String? = nil, on host: TestHost? = nil,
-                      arguments: [String] = []) async throws -> AgentProcess {
+                      arguments: [String] = [], environment: [String: String] = [:]) async throws -> AgentProcess {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if let configuration { try configuration.write(toFile: directory + "/syncd.toml", atomically: true, encoding: .utf8) }
         let command = [try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "info"] + arguments
-        let process = try host?.spawn(command) ?? ChildProcess(command)
+        let process = try host?.spawn(command, environment: environment) ?? ChildProcess(command, environment: environment)
         do {
             try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
             // The listener's lines come together; the one after them says the agent has started.
