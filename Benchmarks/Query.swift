@@ -5,6 +5,8 @@ import Store
 /// load, a selective indexed `_find` through `syncd serve` beside the same query
 /// without an index, and write throughput with 0, 1 and 3 indexes in alternating
 /// rounds: the writes and the index catch-up the first query after them waits for.
+/// `--before OLD-SYNCD` serves the indexed query from an older build too, in
+/// alternating rounds, and prints the ratio.
 func runQueryBenchmarks(arguments: [String]) async throws {
     let count = option("docs", in: arguments, default: 1_000_000)
     let samples = option("samples", in: arguments, default: 1000)
@@ -35,28 +37,45 @@ func runQueryBenchmarks(arguments: [String]) async throws {
     guard check.documents.count == 100, check.warning == nil else { throw BenchError("the indexed query found \(check.documents.count) documents") }
     database.close()
 
-    // 2. The selective query through the listener, with and without an index.
-    let server = try BenchProcess.serve(data: data)
-    defer { server.stop() }
+    // 2. The selective query through the listener, with and without an index; with
+    // `--before OLD-SYNCD`, the older build serves the same data in alternating rounds.
+    let builds = comparedBuilds(this: BenchProcess.executable, arguments: arguments)
     var generator = SystemRandomNumberGenerator()
-    func timed(_ body: JSON) async throws -> Double {
+    func timed(_ server: BenchProcess, _ body: JSON) async throws -> Double {
         let begin = now()
         let status = try await BenchHTTP.send("POST", server.url + "/db/_find", body: body.serialized())
         guard status == 200 else { throw BenchError("_find answered \(status)") }
         return (now() - begin) * 1000
     }
-    var indexed: [Double] = []
-    for _ in 0..<samples {
-        indexed.append(try await timed(selective(field: "n", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: true)))
+    var indexed: [String: [Double]] = [:]
+    for round in 0..<rounds {
+        for build in round % 2 == 0 ? builds : builds.reversed() {
+            let server = try BenchProcess.serve(data: data, executable: build.executable)
+            defer { server.stop() }
+            var times: [Double] = []
+            for _ in 0..<max(1, samples / rounds) {
+                times.append(try await timed(server, selective(field: "n", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: true)))
+            }
+            figure("round \(round + 1), \(build.name): _find p50", percentile(times, 50), "ms", decimals: 2)
+            indexed[build.name, default: []] += times
+        }
     }
-    figure("_find, 100 of \(count) by an index, sorted: p50 (goal <= 2)", percentile(indexed, 50), "ms", decimals: 2)
-    figure("_find, 100 of \(count) by an index, sorted: p99", percentile(indexed, 99), "ms", decimals: 2)
+    let ours = indexed[builds[0].name]!
+    figure("_find, 100 of \(count) by an index, sorted: p50 (goal <= 2)", percentile(ours, 50), "ms", decimals: 2)
+    figure("_find, 100 of \(count) by an index, sorted: p99", percentile(ours, 99), "ms", decimals: 2)
+    if builds.count == 2, let before = indexed[builds[1].name] {
+        figure("--before: p50", percentile(before, 50), "ms", decimals: 2)
+        figure("--before: p99", percentile(before, 99), "ms", decimals: 2)
+        figure("this build / --before (p50)", percentile(ours, 50) / percentile(before, 50), "x", decimals: 2)
+    }
+    let server = try BenchProcess.serve(data: data)
+    defer { server.stop() }
     var scanned: [Double] = []
     for _ in 0..<3 {
-        scanned.append(try await timed(selective(field: "m", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: false)))
+        scanned.append(try await timed(server, selective(field: "m", from: Int.random(in: 0..<(count - 100), using: &generator), sorted: false)))
     }
     figure("the same query on an unindexed field (3 runs): p50", percentile(scanned, 50), "ms", decimals: 1)
-    figure("unindexed / indexed (p50)", percentile(scanned, 50) / percentile(indexed, 50), "", decimals: 0)
+    figure("unindexed / indexed (p50)", percentile(scanned, 50) / percentile(ours, 50), "", decimals: 0)
     server.stop()
 
     // 3. Writes with 0, 1 and 3 indexes, in alternating rounds into new files; the best round of each counts.

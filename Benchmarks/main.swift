@@ -43,7 +43,7 @@ default:
                                                 a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
                syncd-bench agent mesh [--samples 300] [--rounds 1] [--before OLD-SYNCD]
                                                 a hub and 3 spokes: write-to-readable latency, 3 x 1,000 convergence
-               syncd-bench query [--docs 1000000] [--samples 1000] [--write-docs 100000] [--rounds 3]
+               syncd-bench query [--docs 1000000] [--samples 1000] [--write-docs 100000] [--rounds 3] [--before OLD-SYNCD]
                                                 Mango: index build vs bulk load, an indexed _find through syncd serve vs
                                                 the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]

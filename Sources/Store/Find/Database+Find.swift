@@ -264,12 +264,13 @@ private struct FindScan {
 
     mutating func index(_ rowID: Int64, lower: [UInt8]?, upper: [UInt8]?, descending: Bool) throws {
         guard query.limit > 0 else { return }
-        var sql = "SELECT key, doc FROM query_entries WHERE idx = ?"
+        // Each entry with its document in one step; CROSS JOIN keeps the index range as the outer loop.
+        var sql = "SELECT e.key, e.doc, d.tree FROM query_entries e CROSS JOIN docs d ON d.id = e.doc WHERE e.idx = ?"
         var bindings: [[UInt8]] = []
-        if let lower { sql += " AND key >= ?"; bindings.append(lower) }
-        if let upper { sql += " AND key < ?"; bindings.append(upper) }
-        if query.bookmark != nil { sql += descending ? " AND (key, doc) < (?, ?)" : " AND (key, doc) > (?, ?)" }
-        sql += descending ? " ORDER BY key DESC, doc DESC" : " ORDER BY key, doc"
+        if let lower { sql += " AND e.key >= ?"; bindings.append(lower) }
+        if let upper { sql += " AND e.key < ?"; bindings.append(upper) }
+        if query.bookmark != nil { sql += descending ? " AND (e.key, e.doc) < (?, ?)" : " AND (e.key, e.doc) > (?, ?)" }
+        sql += descending ? " ORDER BY e.key DESC, e.doc DESC" : " ORDER BY e.key, e.doc"
         let select = try db.statement(sql: sql)
         defer { select.reset() }
         select.bind(rowID, at: 1)
@@ -278,14 +279,8 @@ private struct FindScan {
             select.bind(bookmark.key, at: Int32(bindings.count + 2))
             select.bind(bookmark.id, at: Int32(bindings.count + 3))
         }
-        let load = try db.statement("SELECT tree FROM docs WHERE id = ?")
-        defer { load.reset() }
         while !isFull, try select.step() {
-            let (key, id) = (select.blob(0), select.string(1))
-            load.reset()
-            load.bind(id, at: 1)
-            guard try load.step() else { continue }
-            try consider(id: id, key: key, tree: load.blob(0))
+            try consider(id: select.string(1), key: select.blob(0), tree: select.blob(2))
         }
     }
 
@@ -323,7 +318,7 @@ private struct FindScan {
             return
         }
         let answer = query.fieldPaths.map { Self.project(document, $0) } ?? document
-        bytes += answer.serialized().utf8.count
+        bytes += answer.serializedBytes().count
         if bytes > Database.maximumFindResultBytes {
             throw StoreError(.tooLarge, error: "too_large",
                              reason: "The documents asked for pass \(Database.maximumFindResultBytes >> 20) MiB; ask for fewer (limit) and page with the bookmark.")
