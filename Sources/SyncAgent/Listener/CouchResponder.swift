@@ -43,7 +43,7 @@ struct CouchResponder: HTTPResponder {
         } catch let error as HTTPError {
             response = Self.error(CouchError(error.status, "bad_request", error.body ?? error.status.reasonPhrase))
         } catch is CancellationError {
-            // The client left, or the server is stopping: nobody reads this answer, and nothing failed.
+            // The client left, or the server is stopping: not logged as a failure (nobody may read this answer).
             response = Self.error(CouchError(StoreError.cancelled))
         } catch {
             listener.logger.error("request failed: \(request.method) \(request.uri.path): \(error)")

@@ -9,7 +9,8 @@ import Store
 extension CouchResponder {
     func find(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let query = try FindQuery(try await Self.readQueryBody(&exchange, limit: configuration.maximumRequestSize))
-        // A query may pass over the whole database: one still running after a moment stops if its client leaves.
+        // A query may pass over the whole database: one still running after a moment stops if its client leaves
+        // (a client that closes only its sending side looks the same on the wire, and is taken as gone too).
         let (result, watched) = try await Self.cancelledIfClientLeaves(exchange.request.body) { try await db.find(query) }
         var response = Self.json(result.json(executionStats: query.executionStats))
         if watched { response.headers[.connection] = "close" }
@@ -21,7 +22,7 @@ extension CouchResponder {
     /// watching reads the connection, so it is not reused after the answer
     /// (`watched`). A quick answer leaves a keep-alive connection as it was.
     static func cancelledIfClientLeaves<Value: Sendable>(
-        _ body: RequestBody, after patience: Duration = .milliseconds(100),
+        _ body: RequestBody, after patience: Duration = .milliseconds(250),
         _ work: @escaping @Sendable () async throws -> Value
     ) async throws -> (Value, watched: Bool) {
         let (finished, signal) = AsyncStream.makeStream(of: Void.self)
