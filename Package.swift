@@ -104,7 +104,7 @@ let package = Package(
         .executableTarget(name: "store-crash-writer", dependencies: ["Store"], path: "Tests/StoreCrashWriter"),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "CSQLite", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
