@@ -1,7 +1,7 @@
 import Foundation
 import Locking
 import Store
-import SyncAgent
+@testable import SyncAgent
 import XCTest
 
 /// A continuous replication carries a burst in full batches, a lone write alone and at
@@ -79,6 +79,82 @@ final class ContinuousBatchingTests: XCTestCase {
         try await source.put(["_id": "lone"])
         try await waitUntil(timeout: .seconds(5), "a lone write arrives") { (try? target.document(id: "lone")) != nil }
         XCTAssertNil(replicator.status.lastError)
+    }
+
+    /// A source that records which documents are fetched from it (`_bulk_get`).
+    private struct FetchRecordingSource: ForwardingEndpoint {
+        let inner: any Endpoint
+        let fetched = Locked<[String]>([])
+
+        func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+            fetched.withLock { $0 += requests.map(\.id) }
+            try await inner.revisions(requests, deliver: deliver)
+        }
+    }
+
+    func testANewDocumentArrivesWithItsChangeAndWhatNeedsMoreIsFetched() async throws {
+        let server = try await startListener()
+        let source = try server.catalog.create("source")
+        let directory = try TemporaryDirectory(prefix: "syncd-carried")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let target = try catalog.create("target")
+        let remote = try RemoteEndpoint(url: server.url + "/source")
+        let recording = FetchRecordingSource(inner: remote)
+        var configuration = ReplicationConfiguration(source: recording, target: LocalEndpoint(target))
+        configuration.continuous = true
+        configuration.heartbeat = .milliseconds(500)
+        let replicator = Replicator(configuration)
+        replicator.start()
+        defer { Task { await replicator.stop(); await remote.shutdown() } }
+        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+
+        // A new document without attachments: the feed carries it, nothing is fetched.
+        let first = try await source.put(["_id": "new", "n": 1])
+        try await waitUntil("the new document arrives") { (try? target.document(id: "new")) != nil }
+        XCTAssertEqual(try target.document(id: "new").json(.revisions), try source.document(id: "new").json(.revisions))
+        XCTAssertEqual(recording.fetched.withLock { $0 }, [])
+
+        // An edit has a history, and an attachment's content is never in a feed: both are fetched.
+        _ = try await source.put(["_id": "new", "_rev": .string(try first.result.get().description), "n": 2])
+        _ = try await source.put(["_id": "photo", "_attachments": ["a.txt": ["content_type": "text/plain", "data": "aGVsbG8="]]])
+        try await waitUntil("the edit and the attachment arrive") {
+            (try? target.document(id: "new").body["n"]) == .number(2) && (try? target.document(id: "photo")) != nil
+        }
+        XCTAssertEqual(Set(recording.fetched.withLock { $0 }), ["new", "photo"])
+        XCTAssertEqual(try target.openRevisions(id: "new", revisions: nil).count, 1, "the edit extends the carried revision")
+        XCTAssertNil(replicator.status.lastError)
+        XCTAssertEqual(replicator.status.docsWritten, 3)
+    }
+
+    func testAFeedDocumentThatDisagreesWithItsRowIsNotTaken() throws {
+        let revision = try XCTUnwrap(RevisionID("1-0123456789abcdef0123456789abcdef"))
+        let row = ChangedDocument(sequence: .zero, id: "a", revisions: [revision], deleted: false)
+        let good: JSON = ["_id": "a", "_rev": .string(revision.description), "x": 1]
+        let taken = try XCTUnwrap(RemoteEndpoint.firstRevision(of: row, in: good))
+        XCTAssertEqual(taken.json["_revisions"], ["start": 1, "ids": [.string(revision.digest)]])
+        XCTAssertEqual(taken.json["x"], 1)
+
+        var otherRow = row
+        otherRow.revisions = [revision, try XCTUnwrap(RevisionID("1-fedcba9876543210fedcba9876543210"))]
+        var deletedRow = row
+        deletedRow.deleted = true
+        let second = try XCTUnwrap(RevisionID("2-0123456789abcdef0123456789abcdef"))
+        let cases: [(String, ChangedDocument, JSON?)] = [
+            ("no doc", row, nil),
+            ("another id", row, ["_id": "b", "_rev": .string(revision.description)]),
+            ("another revision", row, ["_id": "a", "_rev": "1-fedcba9876543210fedcba9876543210"]),
+            ("a later generation", ChangedDocument(sequence: .zero, id: "a", revisions: [second], deleted: false),
+             ["_id": "a", "_rev": .string(second.description)]),
+            ("a conflict", otherRow, good),
+            ("deleted", deletedRow, good),
+            ("attachments", row, ["_id": "a", "_rev": .string(revision.description), "_attachments": ["f": ["stub": true]]]),
+            ("a history of its own", row, ["_id": "a", "_rev": .string(revision.description), "_revisions": ["start": 1, "ids": []]]),
+            ("not an object", row, .array([])),
+        ]
+        for (name, row, doc) in cases {
+            XCTAssertNil(RemoteEndpoint.firstRevision(of: row, in: doc), name)
+        }
     }
 
     func testACheckpointFollowsTheCadenceUnderWritesAndIsTakenWhenIdle() async throws {

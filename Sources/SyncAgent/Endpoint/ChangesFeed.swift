@@ -67,13 +67,19 @@ public struct ChangedDocument: Sendable, Hashable {
     public var revisions: [RevisionID]
     /// Whether the winning revision is a tombstone.
     public var deleted: Bool
+    /// The document's only revision, whole, when the feed carried it (`include_docs`) and it
+    /// needs nothing more: a first revision without attachments has no history or
+    /// attachment to fetch, so the fetcher passes it on without asking the source again.
+    public var firstRevision: ReplicatedRevision?
 
     /// A change.
-    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool) {
+    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool,
+                firstRevision: ReplicatedRevision? = nil) {
         self.sequence = sequence
         self.id = id
         self.revisions = revisions
         self.deleted = deleted
+        self.firstRevision = firstRevision
     }
 }
 

@@ -90,7 +90,7 @@ public struct MissingRevisions: Sendable, Hashable {
 
 /// A revision as read for replication: CouchDB's document JSON with `_revisions`
 /// and `_attachments` (inline `data` for content the target lacks, stubs for the rest).
-public struct ReplicatedRevision: Sendable {
+public struct ReplicatedRevision: Sendable, Hashable {
     /// The document id.
     public var id: String
     /// The revision.

@@ -74,8 +74,10 @@ extension RemoteEndpoint {
     private func readContinuousFeed(
         _ request: ChangeFeedRequest, since start: ChangeSequence, watch: FeedWatch, deliver: @Sendable (ChangeBatch) async throws -> Void
     ) async throws -> ChangeSequence {
+        // `include_docs`: a new document's first revision then arrives whole with its change
+        // (see ``firstRevision(of:in:)``), and a lone write reaches the target without a `_bulk_get`.
         var query = [("style", "all_docs"), ("feed", "continuous"), ("since", start.description),
-                     ("heartbeat", String(request.heartbeatMilliseconds))]
+                     ("heartbeat", String(request.heartbeatMilliseconds)), ("include_docs", "true")]
         let (method, body) = filterParameters(request.filter, into: &query)
         watch.waiting()
         let response = try await send(method, databasePath + "/_changes", query: query, body: body,
@@ -110,7 +112,8 @@ extension RemoteEndpoint {
                         ended = true
                         continue
                     }
-                    let row = try changedDocument(json)
+                    var row = try changedDocument(json)
+                    if line.count <= Self.longestCarriedLine { row.firstRevision = Self.firstRevision(of: row, in: json["doc"]) }
                     rows.append(row)
                     since = row.sequence
                     if rows.count >= request.batchSize {
@@ -164,6 +167,24 @@ extension RemoteEndpoint {
     /// The longest line of a continuous feed held while waiting for its end (a row lists
     /// one document's leaves: thousands of them fit many times over).
     static var longestChangeLine: Int { 16 << 20 }
+
+    /// The longest feed line whose document is kept with its change: the change queue holds
+    /// up to two batches of rows, so a larger document is read by `_bulk_get` as before.
+    static var longestCarriedLine: Int { 8 << 10 }
+
+    /// The revision a row's `doc` carries whole, when nothing more is needed to replicate it:
+    /// the document's only leaf, a first revision (no history), not deleted, without attachments
+    /// (whose content a feed never carries), and the very revision the row names. Anything
+    /// else, or a `doc` that does not agree with its row, is fetched the usual way.
+    static func firstRevision(of row: ChangedDocument, in doc: JSON?) -> ReplicatedRevision? {
+        guard !row.deleted, row.revisions.count == 1, let revision = row.revisions.first, revision.generation == 1,
+              case .object(var body)? = doc, body["_id"]?.stringValue == row.id,
+              body["_rev"]?.stringValue == revision.description,
+              body["_attachments"] == nil, body["_deleted"] == nil, body["_revisions"] == nil
+        else { return nil }
+        body["_revisions"] = .object(["start": .number(1), "ids": .array([.string(revision.digest)])])
+        return ReplicatedRevision(id: row.id, revision: revision, json: .object(body))
+    }
 
     /// One `results` entry of a changes feed. Local documents are never in a feed:
     /// one listed there is refused, not replicated.

@@ -4,7 +4,8 @@ import Store
 
 /// Third stage: reads the missing revisions from the source with their
 /// history, and only the attachments the target lacks (`_bulk_get`, or
-/// `open_revs` where the source has no `_bulk_get`). A large batch is read as
+/// `open_revs` where the source has no `_bulk_get`); a first revision the
+/// changes feed carried whole is passed on as it came. A large batch is read as
 /// a few requests at once, so a remote source can use more than one core.
 ///
 /// Revisions go on to the inserter in parts as they are read: once a part holds
@@ -22,13 +23,37 @@ struct RevisionFetcher: Sendable {
         defer { output.finish() }
         for await batch in input {
             var last = batch
-            if !batch.missing.isEmpty {
-                let first = try await fetch(batch.missing, of: batch, into: output)
-                last.fetched = first.held
-                try await retry(first.failures, of: batch, into: output, last: &last)
+            let (carried, toRead) = Self.carried(batch)
+            last.fetched = carried
+            if !toRead.isEmpty {
+                var reading = batch
+                reading.missing = toRead
+                let first = try await fetch(toRead, of: reading, into: output)
+                last.fetched += first.held
+                try await retry(first.failures, of: reading, into: output, last: &last)
             }
             await output.send(last)
         }
+    }
+
+    /// The missing revisions the changes feed carried whole (``ChangedDocument/firstRevision``),
+    /// and the rest, still to be read from the source. A document the batch names more than
+    /// once, or that lacks more than the carried revision, is read as a whole.
+    static func carried(_ batch: ReplicationBatch) -> (carried: [FetchedRevision], toRead: [MissingRevisions]) {
+        var firstRevisions: [String: ReplicatedRevision?] = [:]
+        for change in batch.changes.changes {
+            firstRevisions[change.id] = firstRevisions[change.id] == nil ? .some(change.firstRevision) : .some(nil)
+        }
+        var carried: [FetchedRevision] = []
+        var toRead: [MissingRevisions] = []
+        for missing in batch.missing {
+            if case let revision?? = firstRevisions[missing.id], missing.missing == [revision.revision] {
+                carried.append(.found(revision))
+            } else {
+                toRead.append(missing)
+            }
+        }
+        return (carried, toRead)
     }
 
     /// Reads the revisions that failed once more; one that fails again stops the replication,
