@@ -18,6 +18,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "burst" { return try await agentBurst(arguments: arguments) }
     if arguments.first == "gone" { return try await runPeerGoneBenchmarks() }
     if arguments.first == "mesh" { return try await agentMesh(arguments: arguments) }
+    if arguments.first == "catchup" { return try await agentCatchUp(arguments: arguments) }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []
@@ -217,6 +218,71 @@ private func agentBurst(arguments: [String]) async throws {
     reference("Apache CouchDB 3.5, continuous replication between two nodes, the same 20,000-document burst", "7.3 s")
 }
 
+/// `agent catchup [--docs 15000] [--rounds 1] [--before OLD-SYNCD]`: three agents in a line,
+/// A - B - C (C is paired with B only). A writes `--docs` documents in batches of 100 (one
+/// every 40 ms, so the writes span several checkpoint intervals) while B
+/// relays them; C is SIGKILLed once it holds half of them and restarted at once. Printed:
+/// the time from C's restart until it holds them all, how many changes C's pull read again
+/// (from its checkpoint to what it held at the kill; at most a checkpoint interval's worth),
+/// and how many documents it fetched again (none: `_revs_diff` knows what C holds).
+private func agentCatchUp(arguments: [String]) async throws {
+    let count = option("docs", in: arguments, default: 15_000)
+    let rounds = option("rounds", in: arguments, default: 1)
+    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
+    print("agent catchup: \(count) documents written on A, relayed by B to C, which is SIGKILLed and restarted; \(rounds) rounds")
+    for round in 0..<rounds {
+        for build in round % 2 == 0 ? builds : builds.reversed() {
+            try await TestBed.with(hosts: 3) { bed in
+                let folder = temporaryDirectory("agent-catchup-\(round)")
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                let a = try await BenchAgent.start(folder + "/a", on: bed["a"], executable: build.executable)
+                let b = try await BenchAgent.start(folder + "/b", on: bed["b"], executable: build.executable)
+                var c = try await BenchAgent.start(folder + "/c", on: bed["c"], executable: build.executable)
+                defer { a.stop(); b.stop(); c.stop() }
+                try b.pair(with: try await a.newInvitation())
+                try c.pair(with: try await b.newInvitation())
+                _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
+                try await c.waitUntil { try await c.send(.GET, "/syncd/hello").status == 200 }
+
+                let writer = Task {
+                    for batch in 0..<(count / 100) {
+                        let docs = (0..<100).map { smallDocument(batch * 100 + $0) }.joined(separator: ",")
+                        _ = try await a.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
+                        try await Task.sleep(for: .milliseconds(40))
+                    }
+                }
+                try await c.waitUntil(timeout: 300) { try await c.documentCount() > count / 2 }
+                c.process.signal(SIGKILL)
+                _ = c.process.waitForExit(timeout: .seconds(10))
+                try? await c.client.shutdown()
+                // What C held when it died, read from its files while no agent owns them.
+                let held: Int
+                do {
+                    let catalog = try Catalog(directory: c.directory)
+                    defer { catalog.close() }
+                    held = try catalog.database("syncd").info().docCount
+                }
+                let restart = now()
+                c = try await BenchAgent.start(c.directory, on: bed["c"], executable: build.executable, logLevel: "info")
+                try await c.waitUntil(timeout: 600) { try await c.documentCount() == count + 1 }
+                let caughtUp = now() - restart
+                // Where C's pull resumed: B's sequence numbers count its documents one by one.
+                let log = c.process.errorText
+                guard let match = log.firstMatch(of: /replication starts .*since=(\d+)/), let since = Int(match.1) else {
+                    throw BenchError("C's log does not say where its pull resumed")
+                }
+                try await writer.value
+                let read = try await c.status().replications.first { $0.direction == "pull" }?.docsRead ?? 0
+                let label = "round \(round + 1), \(build.name)"
+                figure("\(label): C held at SIGKILL", Double(held), "docs")
+                figure("\(label): C restarted -> holds all \(count + 1)", caughtUp, "s", decimals: 2)
+                figure("\(label): changes C read again from B's feed (from its checkpoint)", Double(held - since), "changes")
+                figure("\(label): documents C fetched again (goal 0)", Double(read - (count + 1 - held)), "docs")
+            }
+        }
+    }
+}
+
 /// A `syncd agent` inside a test-bed host, reached through its control socket.
 private final class BenchAgent: Sendable {
     let directory: String
@@ -233,9 +299,9 @@ private final class BenchAgent: Sendable {
         self.executable = executable
     }
 
-    static func start(_ directory: String, on host: TestHost, executable: String? = nil) async throws -> BenchAgent {
+    static func start(_ directory: String, on host: TestHost, executable: String? = nil, logLevel: String = "warning") async throws -> BenchAgent {
         let executable = try executable ?? TestBed.syncdExecutable
-        let process = try host.spawn([executable, "agent", "--data", directory, "--log-level", "warning"])
+        let process = try host.spawn([executable, "agent", "--data", directory, "--log-level", logLevel])
         try await process.waitForLine(timeout: .seconds(60)) { $0.contains("paired peer") || $0.hasPrefix("No peers yet") }
         return BenchAgent(directory: directory, host: host, process: process, executable: executable)
     }
