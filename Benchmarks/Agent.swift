@@ -114,17 +114,25 @@ private func meshFigures(label: String, executable: String, samples: Int, measur
         try await reader.waitUntil { try await reader.send(.GET, "/syncd/warmup").status == 200 }
         var twoHops: [Double] = []
         var oneHop: [Double] = []
+        var sameNode: [Double] = []
         for n in 0..<samples {
-            for (source, target, into) in [(writer, reader, 0), (hub, reader, 1)] {
+            for (source, target, into) in [(writer, reader, 0), (hub, reader, 1), (reader, reader, 2)] {
                 let since = try await target.updateSequence()
                 let start = now()
                 async let arrived = target.send(.GET, "/syncd/_changes?feed=longpoll&since=\(since)&timeout=10000")
                 _ = try await source.send(.PUT, "/syncd/s\(n)-\(into)", body: "{}")
                 _ = try await arrived
-                if into == 0 { twoHops.append((now() - start) * 1000) } else { oneHop.append((now() - start) * 1000) }
+                let milliseconds = (now() - start) * 1000
+                switch into {
+                case 0: twoHops.append(milliseconds)
+                case 1: oneHop.append(milliseconds)
+                default: sameNode.append(milliseconds)
+                }
             }
             try await Task.sleep(for: .milliseconds(10))
         }
+        // The floor: the write and the longpoll on one node, nothing replicated.
+        figure(label + "write -> readable on the same node, p50", percentile(sameNode, 50), "ms", decimals: 1)
         figure(label + "write -> readable on a peer, p50 (goal <= 2)", percentile(oneHop, 50), "ms", decimals: 1)
         figure(label + "write -> readable on a peer, p99 (goal <= 5)", percentile(oneHop, 99), "ms", decimals: 1)
         figure(label + "write -> readable two hops away, p50", percentile(twoHops, 50), "ms", decimals: 1)

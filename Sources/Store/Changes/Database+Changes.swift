@@ -50,7 +50,7 @@ extension Database {
                 var examined = 0
                 while changes.count < limit, try select.step() {
                     examined += 1
-                    if examined % 1024 == 0, Task.isCancelled {
+                    if examined % 1024 == 0, ScanStop.shouldStop {
                         select.reset()
                         throw StoreError.cancelled
                     }

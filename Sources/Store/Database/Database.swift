@@ -9,6 +9,17 @@ import Locking
 /// thread against a snapshot and never wait for writes; writes from all
 /// callers are queued to a single writer that commits them in groups.
 ///
+/// Which calls block (as GRDB documents its own):
+/// - Every synchronous call blocks its thread while SQLite works: for a
+///   document, a `revsDiff` or a page of a few thousand rows, tens of
+///   microseconds to a few milliseconds. A call that may pass over the whole
+///   database (``changes(_:)`` with a selector, ``allDocs(_:)`` by many keys)
+///   belongs on ``ScanThreads``, not on a task's thread.
+/// - `async` writes wait for their group commit without holding a thread.
+/// - ``find(_:)`` runs its reads on ``ScanThreads`` itself.
+/// - A ``changeFeed(_:pageSize:)`` reads each page on the consuming task's
+///   thread: pages of new commits are small, and a hop would add latency.
+///
 /// ```swift
 /// let db = try Database.open(path: "/var/lib/syncd/notes.sqlite", name: "notes")
 /// let rev = try await db.put(["_id": "a", "title": "hello"])

@@ -58,13 +58,16 @@ extension Database {
     ///   documents asked for pass ``maximumFindResultBytes``.
     public func find(_ query: FindQuery) async throws(StoreError) -> FindResult {
         // One snapshot both tells whether the chosen index is behind and, when not, answers.
-        switch try read({ db in try Self.find(query, current: query.update, in: db) }) {
+        // Both reads run on a scan thread: a query may pass over the whole database.
+        switch try await ScanThreads.run({ () throws(StoreError) in try self.read { db in try Self.find(query, current: query.update, in: db) } }) {
         case .answer(let result):
             return result
         case .behind(let index, let sequence):
             // Up to the sequence seen, not beyond: writes that come meanwhile cannot keep the query waiting.
             try await updateIndexes(only: index, upTo: sequence)
-            guard case .answer(let result) = try read({ db in try Self.find(query, current: false, in: db) }) else {
+            guard case .answer(let result) = try await ScanThreads.run({ () throws(StoreError) in
+                try self.read { db in try Self.find(query, current: false, in: db) }
+            }) else {
                 throw .internal("a query found its index behind after catching it up")
             }
             return result
@@ -306,7 +309,7 @@ private struct FindScan {
     private mutating func consider(id: String, key: [UInt8], tree: [UInt8]) throws {
         statistics.keysExamined += 1
         // Checked per entry: one document's `$regex` alone may take a good part of a second.
-        if Task.isCancelled { throw StoreError.cancelled }
+        if ScanStop.shouldStop { throw StoreError.cancelled }
         last = Bookmark(key: key, id: id)
         let row = DocumentRow(id: id, sequence: 0, tree: try RevisionTree(decoding: tree))
         guard let winner = row.tree.winner, !winner.deleted, let revision = try row.revision(at: winner) else { return }

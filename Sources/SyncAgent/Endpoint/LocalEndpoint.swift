@@ -59,7 +59,10 @@ public struct LocalEndpoint: Endpoint {
         while true {
             try Task.checkCancellation()
             let page: ChangesPage
-            do { page = try database.changes(options) } catch { throw EndpointError(error, endpoint: displayName) }
+            // On a scan thread: a filtered page may pass over the whole database.
+            do { page = try await ScanThreads.run { [options, database] () throws(StoreError) in try database.changes(options) } } catch {
+                throw EndpointError(error, endpoint: displayName)
+            }
             let caughtUp = page.changes.count < limit || page.pending == 0
             let rows = page.changes.map {
                 ChangedDocument(sequence: ChangeSequence($0.sequence), id: $0.id, revisions: $0.revisions, deleted: $0.deleted)

@@ -33,7 +33,8 @@ extension CouchResponder {
         let userLimit = options.limit
         var first = options
         if options.keys == nil { first.limit = min(options.limit ?? Int.max, pageSize) }
-        let firstPage = try db.allDocs(first)
+        // Pages are read on the scan threads: a page of 10,000 rows, or a listing by many keys, takes a while.
+        let firstPage = try await ScanThreads.run { [first] in try db.allDocs(first) }
         var header = #"{"total_rows":\#(firstPage.totalRows),"offset":\#(options.keys == nil ? firstPage.offset : 0),"#
         if try query.bool("update_seq") { header += #""update_seq":\#(firstPage.updateSequence),"# }
         header += #""rows":["#
@@ -58,7 +59,7 @@ extension CouchResponder {
                 options.startKey = last.id
                 options.skip = 1
                 options.limit = min(pageSize, remaining ?? pageSize)
-                page = try db.allDocs(options)
+                page = try await ScanThreads.run { [options] in try db.allDocs(options) }
                 remaining = remaining.map { $0 - page.rows.count }
             }
             output += Array("\n]}\n".utf8)

@@ -29,7 +29,7 @@ extension CouchResponder {
         case .longpoll:
             var probe = request.options
             probe.limit = 1
-            let waiting = try db.changes(probe).changes.isEmpty
+            let waiting = try await ScanThreads.run { [probe] in try db.changes(probe) }.changes.isEmpty
             if request.options.descending || !waiting {
                 return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
@@ -89,6 +89,7 @@ extension CouchResponder {
     }
 
     /// The whole feed in pages of ``changesPageSize``, so memory stays bounded however many changes there are.
+    /// Each page is read on ``ScanThreads``: a filtered page may pass over the whole database.
     static func writeNormalFeed(_ db: Database, _ request: ChangesRequest, to writer: inout any ResponseBodyWriter) async throws {
         var output: [UInt8] = Array(#"{"results":["#.utf8)
         var options = request.options
@@ -97,7 +98,7 @@ extension CouchResponder {
         var last: (sequence: UInt64, pending: Int)
         while true {
             if !options.descending { options.limit = min(changesPageSize, remaining ?? changesPageSize) }
-            let page = try db.changes(options)
+            let page = try await ScanThreads.run { [options] in try db.changes(options) }
             for change in page.changes {
                 output += first ? [0x0A] : [UInt8(ascii: ","), 0x0A]
                 first = false
