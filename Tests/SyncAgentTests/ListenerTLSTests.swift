@@ -50,21 +50,26 @@ final class ListenerTLSTests: XCTestCase {
         do {
             _ = try await HTTP.json(.GET, server.url + "/", client: suspicious)
             XCTFail("a certificate other than the pinned one must be refused")
-        } catch {}
+        } catch {
+            assertHandshakeFailed(error, "CERTIFICATE_VERIFY_FAILED")
+        }
         try await suspicious.shutdown()
 
-        // Plain HTTP to the TLS port gets no answer.
+        // Plain HTTP to the TLS port gets no answer: the connection is closed.
         do {
             let plain = try await HTTP.request(.GET, server.url.replacingOccurrences(of: "https://", with: "http://") + "/", timeout: .seconds(5))
-            XCTAssertNotEqual(plain.status, 200)
-        } catch {}
+            XCTFail("plain HTTP to the TLS port was answered \(plain.status)")
+        } catch {
+            XCTAssertEqual(error as? HTTPClientError, .remoteConnectionClosed, "\(error)")
+        }
     }
 
-    /// TLS 1.0 and 1.1 are refused; 1.2 and 1.3 are served.
+    /// TLS 1.0 and 1.1 are refused by the server (a protocol_version alert); 1.2 and 1.3 are served.
     func testOnlyTLS12AndLaterAreAccepted() async throws {
         let server = try await startListener { $0.tls = true }
         let certificate = try NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der)
         for (version, accepted) in [(TLSVersion.tlsv1, false), (.tlsv11, false), (.tlsv12, true), (.tlsv13, true)] {
+            // The client offers this version and no other.
             var tls = try TLSSettings.client(trusting: certificate)
             tls.minimumTLSVersion = version
             tls.maximumTLSVersion = version
@@ -72,9 +77,25 @@ final class ListenerTLSTests: XCTestCase {
             configuration.tlsConfiguration = tls
             configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            let status = try? await HTTP.json(.GET, server.anonymousURL + "/_up", client: client).status
+            do {
+                let status = try await HTTP.json(.GET, server.anonymousURL + "/_up", client: client).status
+                XCTAssertTrue(accepted, "\(version) was served")
+                XCTAssertEqual(status, 200, "\(version)")
+            } catch {
+                XCTAssertFalse(accepted, "\(version): \(error)")
+                // The server's alert, received by the client: not a failure of the client's own.
+                assertHandshakeFailed(error, "TLSV1_ALERT_PROTOCOL_VERSION", "\(version)")
+            }
             try await client.shutdown()
-            XCTAssertEqual(status, accepted ? 200 : nil, "\(version)")
         }
+    }
+
+    /// Asserts that `error` is a failed TLS handshake whose BoringSSL error stack names `reason`.
+    private func assertHandshakeFailed(_ error: any Error, _ reason: String, _ message: String = "",
+                                       file: StaticString = #filePath, line: UInt = #line) {
+        guard case .handshakeFailed(.sslError(let stack)) = error as? NIOSSLError else {
+            return XCTFail("\(message) expected a failed TLS handshake (\(reason)), got \(error)", file: file, line: line)
+        }
+        XCTAssertTrue(stack.contains { "\($0)".contains(":\(reason) ") }, "\(message) \(stack)", file: file, line: line)
     }
 }
