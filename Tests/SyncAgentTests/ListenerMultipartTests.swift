@@ -178,13 +178,29 @@ final class ListenerMultipartTests: XCTestCase {
         do {
             _ = try await truncated.readBody(limit: 100)
             XCTFail("a body cut short must fail")
-        } catch {}
+        } catch {
+            XCTAssertEqual((error as? MultipartError)?.description, "malformed multipart body: body ended inside a part", "\(error)")
+        }
         let big = MultipartReader(boundary: "xyz", body: chunks(Array("--xyz\r\n\r\n0123456789\r\n--xyz--".utf8), size: 4))
         _ = try await big.nextPart()
         do {
             _ = try await big.readBody(limit: 5)
             XCTFail("a part over the limit must fail")
-        } catch {}
+        } catch {
+            XCTAssertEqual((error as? MultipartError)?.description, "multipart part too large", "\(error)")
+        }
+    }
+
+    /// A document part over the request size limit gets CouchDB's 413 answer, and nothing is written.
+    func testDocumentPartOverTheLimitIs413() async throws {
+        let server = try await startListener { $0.maximumRequestSize = 1000 }
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        let document: JSON = ["_id": "big", "filler": .string(String(repeating: "x", count: 2000))]
+        let answer = try await HTTP.request(.PUT, server.url + "/db/big", body: related(document, attachments: [], boundary: "abc"),
+                                            headers: [("Content-Type", "multipart/related; boundary=\"abc\"")])
+        XCTAssertEqual(answer.status, 413, answer.text)
+        XCTAssertEqual(answer.json, ["error": "too_large", "reason": "the request entity is too large"], answer.text)
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db").json["doc_count"], 0)
     }
 
     private func chunks(_ bytes: [UInt8], size: Int) -> AsyncStream<ByteBuffer> {
