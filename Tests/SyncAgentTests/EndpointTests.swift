@@ -17,8 +17,10 @@ import Testing
         #expect(!url.description.contains("cret"))
         #expect(try RemoteURL("http://[::1]/db").origin == "http://[::1]")
         #expect(RemoteURL.redact("http://bob:pw@host/db failed") == "http://***@host/db failed")
-        #expect(throws: EndpointError.self) { try RemoteURL("ftp://host/db") }
-        #expect(throws: EndpointError.self) { try RemoteURL("http://host/") }
+        expect(#expect(throws: EndpointError.self) { try RemoteURL("ftp://host/db") },
+               400, "bad_request", reasonContaining: "not an http(s) URL")
+        expect(#expect(throws: EndpointError.self) { try RemoteURL("http://host/") },
+               400, "bad_request", reasonContaining: "the URL names no database")
     }
 
     @Test func basicAuthenticationAndWrongPasswordsFailAtOnceWithoutLeakingThem() async throws {
@@ -43,7 +45,7 @@ import Testing
             await bad.shutdown()
             #expect(ContinuousClock.now - started < .seconds(30), "an authentication failure is not retried")
             let error = try #require(refused.lastError)
-            #expect(error.status == 401)
+            expect(error, 401, "unauthorized", reasonContaining: "Name or password is incorrect.")
             #expect(!error.isTransient)
             #expect(!error.description.contains("wrong-secret"))
             #expect(refused.activity == .stopped)
@@ -77,17 +79,16 @@ import Testing
             #expect(byFingerprint.docsWritten == 3)
 
             let impostor = try RemoteEndpoint(url: server.url + "/secure", trust: .fingerprint(String(repeating: "ab", count: 32)))
-            await #expect(throws: EndpointError.self) { try await impostor.identity() }
-            do throws(EndpointError) {
-                _ = try await impostor.identity()
-            } catch {
-                #expect(error.error == "certificate_mismatch")
-                #expect(!error.isTransient)
-            }
+            let mismatch = await #expect(throws: EndpointError.self) { try await impostor.identity() }
+            expect(mismatch, 495, "certificate_mismatch",
+                   reasonContaining: "does not have the pinned fingerprint: its node ID is \(server.listener.identity.id)")
+            #expect(mismatch?.isTransient == false)
             await impostor.shutdown()
 
+            // With no pin, the system's roots do not trust a node's own certificate.
             let untrusted = try RemoteEndpoint(url: server.url + "/secure")
-            await #expect(throws: EndpointError.self) { try await untrusted.identity() }
+            expect(await #expect(throws: EndpointError.self) { try await untrusted.identity() }, 495, "certificate_untrusted",
+                   reasonContaining: "the server's certificate is not trusted (its node ID is \(server.listener.identity.id))")
             await untrusted.shutdown()
         } catch {
             await server.stop()
@@ -131,10 +132,19 @@ import Testing
             #expect(a.catalog.exists("no-such-db"))
             #expect(try await missing.localDocument(id: "nothing") == nil)
             let rev = try await missing.putLocalDocument(id: "cp", ["v": 1])
-            await #expect(throws: EndpointError.self) { try await missing.putLocalDocument(id: "cp", ["_rev": "0-9", "v": 2]) }
+            expect(await #expect(throws: EndpointError.self) { try await missing.putLocalDocument(id: "cp", ["_rev": "0-9", "v": 2]) },
+                   409, "conflict", reasonContaining: "Document update conflict.")
             _ = try await missing.putLocalDocument(id: "cp", ["_rev": .string(rev), "v": 2])
             #expect(try await missing.localDocument(id: "cp")?["v"] == 2)
             await missing.shutdown()
         }
+    }
+
+    /// Expects `error` to be an answer of `status` with CouchDB error `name` and a reason containing `reason`.
+    private func expect(_ error: EndpointError?, _ status: Int, _ name: String, reasonContaining reason: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(error?.status == status, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(error?.error == name, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(error?.reason.contains(reason) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
     }
 }
