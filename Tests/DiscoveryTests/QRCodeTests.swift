@@ -5,34 +5,44 @@ import Testing
 
 /// QR codes decode, with an independent decoder (zbarimg), to the exact text.
 struct QRCodeTests {
-    /// A 120-character endpoint URL, the size pairing needs.
-    static let url = "https://10.213.0.10:5984/notes?uuid=1b4e28ba-2fa1-11d2-883f-0016d3cca427&fp=3f:9a:0c:11:d2:7e:45:aa:b0:19:e3:5c:77#pairs"
+    /// Pairing invitations as `syncd pair` and `syncd agent` put them in their QR codes:
+    /// `InvitationURL.codeText` (Sources/SyncAgent/Pairing/InvitationURL.swift),
+    /// `HTTPS://HOST:PORT/[DATABASES]#ID-SECRET` with the node ID (52 characters) and the
+    /// secret (26) in upper-case base32.
+    static let invitations = [
+        // An IPv4 address and the default database (the README's example).
+        "HTTPS://192.168.1.20:6984/#XM4JWCCHXTL2XUD56GYB4HKOQAIPS564I3LSLEXFKN4XS3BDQGPA-QBUQ4RKZ3MHT2NXW7VDEALPJGE",
+        // A global IPv6 address and two databases.
+        "HTTPS://[2001:db8:85a3:1:5054:ff:fe12:3456]:6984/notes,photos#XM4JWCCHXTL2XUD56GYB4HKOQAIPS564I3LSLEXFKN4XS3BDQGPA-QBUQ4RKZ3MHT2NXW7VDEALPJGE",
+    ]
+    /// The usual invitation.
+    static let url = invitations[0]
 
-    @Test func urlIsTheExpectedLength() {
-        #expect(Self.url.count == 120)
+    @Test func invitationsHaveTheirRealLengths() {
+        #expect(Self.invitations.map(\.count) == [106, 141])
     }
 
-    @Test(arguments: ["png", "pgm", "svg"])
-    func imageFileDecodes(format: String) throws {
-        let code = try QRCode(Self.url)
+    @Test(arguments: ["png", "pgm", "svg"], invitations)
+    func imageFileDecodes(format: String, url: String) throws {
+        let code = try QRCode(url)
         let bytes: [UInt8] = switch format {
         case "png": code.png()
         case "pgm": code.pgm()
         default: Array(code.svg().utf8)
         }
-        #expect(try decode(bytes, extension: format) == Self.url)
+        #expect(try decode(bytes, extension: format) == url)
     }
 
-    @Test(arguments: QRCode.TerminalStyle.allCases)
-    func terminalTextDecodesAndFits80Columns(style: QRCode.TerminalStyle) throws {
-        let code = try QRCode(Self.url)
+    @Test(arguments: QRCode.TerminalStyle.allCases, invitations)
+    func terminalTextDecodesAndFits80Columns(style: QRCode.TerminalStyle, url: String) throws {
+        let code = try QRCode(url)
         let text = code.terminalText(style: style)
         let lines = text.split(separator: "\n").map { Self.stripANSI(String($0)) }
         #expect(lines.allSatisfy { $0.count == code.size + 8 })
         #expect(lines.allSatisfy { $0.count <= 80 }, "must fit an 80-column terminal")
         #expect(lines.count == (code.size + 8 + 1) / 2, "two module rows per line")
         if style == .ansi { #expect(text.contains("\u{1B}[38;5;16;48;5;231m"), "explicit black on white") }
-        #expect(try decode(Self.pixels(fromTerminal: lines, inkIsDark: style != .inverse), extension: "pgm") == Self.url)
+        #expect(try decode(Self.pixels(fromTerminal: lines, inkIsDark: style != .inverse), extension: "pgm") == url)
     }
 
     @Test func syncdQRCommandPrintsAndWritesFiles() throws {
