@@ -95,7 +95,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncd-bench",
-            dependencies: ["Store", "SyncAgent", "CSQLite", "Discovery", "TestBed",
+            dependencies: ["Store", "SyncAgent", "CSQLite", "Discovery", "TestBed", "Locking",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Benchmarks"

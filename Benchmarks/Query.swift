@@ -124,7 +124,7 @@ func runQueryBenchmarks(arguments: [String]) async throws {
 
 /// A document of about 200 bytes with `n` and `m` (the same number, one indexed, one
 /// not), spread over `0..<count` out of id order.
-private func queryDocument(_ index: Int, count: Int) -> JSON {
+func queryDocument(_ index: Int, count: Int) -> JSON {
     let n = Double((index * 7919) % max(count, 1))
     return [
         "_id": .string(String(format: "doc-%08d", index)), "type": "reading", "sensor": .string("sensor-\(index % 97)"),
@@ -134,7 +134,7 @@ private func queryDocument(_ index: Int, count: Int) -> JSON {
 }
 
 /// 100 consecutive values of `field` from `from`.
-private func selective(field: String, from: Int, sorted: Bool) -> JSON {
+func selective(field: String, from: Int, sorted: Bool) -> JSON {
     var query: JSON.Object = [
         "selector": .object([field: ["$gte": .number(Double(from)), "$lt": .number(Double(from + 100))]]), "limit": 100,
     ]

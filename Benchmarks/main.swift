@@ -20,6 +20,8 @@ case "discovery":
     try await runDiscoveryBenchmark()
 case "agent":
     try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
+case "query" where arguments.dropFirst().first == "scans":
+    try await runScanBenchmarks(arguments: Array(arguments.dropFirst(2)))
 case "query":
     try await runQueryBenchmarks(arguments: Array(arguments.dropFirst()))
 default:
@@ -46,6 +48,8 @@ default:
                syncd-bench query [--docs 1000000] [--samples 1000] [--write-docs 100000] [--rounds 3] [--before OLD-SYNCD]
                                                 Mango: index build vs bulk load, an indexed _find through syncd serve vs
                                                 the same unindexed, writes with 0, 1 and 3 indexes
+               syncd-bench query scans [--docs 300000] [--rounds 2] [--scans CORES] [--before OLD-SYNCD]
+                                                a document read every 10 ms, alone and beside unindexed _find scans
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
         """)

@@ -68,9 +68,10 @@ public enum ScanThreads {
         init(count: Int) {
             state = Locked(State(idle: 0))
             for index in 0..<count {
-                let thread = Thread { [self] in self.serve() }
-                thread.name = "syncd-scan-\(index)"
-                thread.start()
+                Thread.detachNewThread { [self] in
+                    Thread.current.name = "syncd-scan-\(index)"
+                    self.serve()
+                }
             }
         }
 
