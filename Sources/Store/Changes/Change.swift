@@ -33,6 +33,11 @@ public struct ChangesOptions: Sendable {
 
     /// All changes since the start, winners only.
     public init(since: UInt64 = 0) { self.since = since }
+
+    /// Whether one page may pass over the whole database (a filter that most documents
+    /// fail): such a page belongs on ``ScanThreads``. Any other page reads at most
+    /// `limit` rows, quick enough for the caller's thread.
+    public var mayScanEverything: Bool { selector != nil || designOnly }
 }
 
 /// A page of the changes feed.

@@ -13,8 +13,8 @@ import Locking
 /// - Every synchronous call blocks its thread while SQLite works: for a
 ///   document, a `revsDiff` or a page of a few thousand rows, tens of
 ///   microseconds to a few milliseconds. A call that may pass over the whole
-///   database (``changes(_:)`` with a selector, ``allDocs(_:)`` by many keys)
-///   belongs on ``ScanThreads``, not on a task's thread.
+///   database (``changes(_:)`` when ``ChangesOptions/mayScanEverything``,
+///   ``allDocs(_:)`` by many keys) belongs on ``ScanThreads``, not on a task's thread.
 /// - `async` writes wait for their group commit without holding a thread.
 /// - ``find(_:)`` runs its reads on ``ScanThreads`` itself.
 /// - A ``changeFeed(_:pageSize:)`` reads each page on the consuming task's

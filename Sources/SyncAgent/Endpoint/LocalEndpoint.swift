@@ -59,8 +59,13 @@ public struct LocalEndpoint: Endpoint {
         while true {
             try Task.checkCancellation()
             let page: ChangesPage
-            // On a scan thread: a filtered page may pass over the whole database.
-            do { page = try await ScanThreads.run { [options, database] () throws(StoreError) in try database.changes(options) } } catch {
+            do {
+                if options.mayScanEverything {
+                    page = try await ScanThreads.run { [options, database] () throws(StoreError) in try database.changes(options) }
+                } else {
+                    page = try database.changes(options)
+                }
+            } catch {
                 throw EndpointError(error, endpoint: displayName)
             }
             let caughtUp = page.changes.count < limit || page.pending == 0
