@@ -44,6 +44,9 @@ public final class UserStore: Sendable {
     private let decoy: PasswordHash
     private let hashing: NIOThreadPool
     private let waiting = Atomic<Int>(0)
+    /// Passwords hashed so far: every check not answered from the cache hashes exactly one.
+    private let hashed = Atomic<Int>(0)
+    var passwordsHashed: Int { hashed.load(ordering: .relaxed) }
     /// The most password checks waiting for the hashing thread.
     static let maximumWaiting = 16
 
@@ -108,7 +111,10 @@ public final class UserStore: Sendable {
         defer { waiting.subtract(1, ordering: .relaxed) }
         let matches: Bool
         do {
-            matches = try await hashing.runIfActive { hash.matches(password) }
+            matches = try await hashing.runIfActive {
+                self.hashed.add(1, ordering: .relaxed)
+                return hash.matches(password)
+            }
         } catch {
             throw .busy
         }
