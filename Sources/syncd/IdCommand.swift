@@ -19,7 +19,7 @@ struct IdCommand: AsyncParsableCommand {
         let identity = try NodeIdentity.loadOrCreate(in: data.path)
         let urls = ListenerRecord.current(in: data.path)?.urls ?? []
         print("""
-            name    \(NodeName.current)
+            name    \(NodeName.of(directory: data.path))
             UUID    \(identity.uuid)
             ID      \(identity.id)
             URLs    \(urls.isEmpty ? "not listening (no syncd serves \(data.path))" : urls.joined(separator: " "))

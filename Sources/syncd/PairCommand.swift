@@ -85,7 +85,7 @@ struct PairCommand: AsyncParsableCommand {
     private func join(_ text: String) async throws {
         let invitation = try InvitationURL(text)
         let identity = try NodeIdentity.loadOrCreate(in: data.path)
-        let client = PairingClient(identity: identity, name: name ?? NodeName.current,
+        let client = PairingClient(identity: identity, name: name ?? NodeName.of(directory: data.path),
                                    port: ListenerRecord.current(in: data.path)?.port ?? port, peers: PeerStore(directory: data.path))
         let peer = try await client.join(invitation)
         print("paired with \(peer.name) (\(peer.id)), sharing \(peer.databases.joined(separator: ", "))")
@@ -108,7 +108,7 @@ struct PairCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.tls = true
-        let node = try ServedNode(directory: data.path, configuration: configuration, name: name ?? NodeName.current, logger: logger)
+        let node = try ServedNode(directory: data.path, configuration: configuration, name: name ?? NodeName.of(directory: data.path), logger: logger)
         defer { node.close() }
         for database in shared { _ = try node.listener.catalog.openOrCreate(database) }
         let (bound, boundContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -152,7 +152,7 @@ struct PairCommand: AsyncParsableCommand {
             print(code.terminalText(style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain))
             print(url.description)
             print("""
-                node \(name ?? NodeName.current), ID \(identity.id)
+                node \(name ?? NodeName.of(directory: data.path)), ID \(identity.id)
                 Scan the code on the other machine, or run there: syncd pair '\(url)'
                 This invitation shares \(shared.joined(separator: ", ")), works once, and expires in \(expires).
                 """)

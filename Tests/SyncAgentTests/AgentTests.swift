@@ -82,6 +82,18 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(status.replications.first?.docsWritten, 101, "each of A's revisions crossed to B once")
     }
 
+    func testANodesConfiguredNameIsTheOnePrintedAndTheOneItsPeerRecords() async throws {
+        // B has a name of its own; it pairs by `syncd pair URL`, a command run beside its agent.
+        let (a, b) = try await pairedAgents(Self.configuration(), Self.configuration("[node]\nname = \"kitchen\""))
+        defer { a.stop(); b.stop() }
+        try await a.waitUntil("A knows its peer") { try await !a.status().peers.isEmpty }
+        let peers = try await a.status().peers
+        XCTAssertEqual(peers.map(\.name), ["kitchen"])
+        let id = try SyncdCommand.run(["id", "--data", b.directory])
+        XCTAssertEqual(id.status, 0, id.error)
+        XCTAssertTrue(id.output.hasPrefix("name    kitchen\n"), id.output)
+    }
+
     func testPushAndPullFiltersLetExactlyTheMatchingDocumentsCross() async throws {
         // A offers only public documents; A takes only `wanted` from its peers.
         let (a, b) = try await pairedAgents(Self.configuration("""

@@ -52,7 +52,12 @@ public final class Agent: Service, Sendable {
         listener.port = configuration.listenPort
         listener.limits = configuration.listenerLimits
         listener.tls = true
-        node = try ServedNode(directory: directory, configuration: listener, name: configuration.name ?? NodeName.current, logger: logger)
+        let name = configuration.name ?? NodeName.current
+        node = try ServedNode(directory: directory, configuration: listener, name: name, logger: logger)
+        // For the commands run beside the agent, which do not read its configuration.
+        do { try NodeName.record(name, in: directory) } catch {
+            logger.warning("cannot record the node's name in the data directory", metadata: ["error": "\(error)"])
+        }
         self.configurationPath = configurationPath
         self.controlSocket = controlSocket
         self.logger = logger
