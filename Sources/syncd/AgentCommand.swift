@@ -28,17 +28,8 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(help: "The configuration file (default: DATA/syncd.toml; missing means the defaults).")
     var config: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "notice"
-
-    func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-    }
-
     func run() async throws {
-        log.apply()
-        var logger = Logger(label: "syncd")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
+        let logger = log.logger(label: "syncd", defaultLevel: .notice)
         let configurationPath = config ?? data.path + "/syncd.toml"
         let agent: Agent
         do {

@@ -54,9 +54,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints while running.")
     var checkpointInterval = 5.0
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "warning"
-
+    @OptionGroup var log: LogOptions
     @OptionGroup var data: DataOptions
     @OptionGroup var control: ControlOptions
 
@@ -70,7 +68,6 @@ struct ReplicateCommand: AsyncParsableCommand {
                 throw ValidationError("--selector must be a JSON object")
             }
         }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         if peer != nil {
             guard [source, target].contains(where: { $0.lowercased().hasPrefix("https://") }) else {
                 throw ValidationError("--peer needs the peer's https URL as source or target")
@@ -83,8 +80,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "syncd.replicate")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        let logger = log.logger(label: "syncd.replicate", defaultLevel: .warning)
         var trust = EndpointResolver.RemoteTrust(fingerprint: fingerprint, peerUUID: peerUUID)
         if let peer {
             let found = try PeerStore(directory: data.path).find(peer)

@@ -53,9 +53,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("database-idle-time"), help: "Seconds a database goes unused before its caches are released.")
     var databaseIdleTime = 60
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
-
     @OptionGroup var log: LogOptions
 
     func validate() throws {
@@ -65,13 +62,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard handshakeTimeout > 0, requestHeadTimeout > 0, idleTimeout > 0 else { throw ValidationError("timeouts must be positive") }
         guard databaseIdleTime >= 0 else { throw ValidationError("--database-idle-time must not be negative") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
     func run() async throws {
-        log.apply()
-        var logger = Logger(label: "syncd")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let logger = log.logger(label: "syncd", defaultLevel: .info)
         var configuration = ListenerConfiguration()
         configuration.host = host
         configuration.port = port
