@@ -91,6 +91,7 @@ let package = Package(
                 "Locking",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

@@ -54,24 +54,9 @@ struct AdvertiseCommand: AsyncParsableCommand {
             group.addTask { for await status in statuses { output.status(status) } }
             group.addTask { for await event in events { output.advertiserEvent(event) } }
             group.addTask {
-                await Self.terminationSignal()
+                await Signals.first(of: .sigint, .sigterm)
                 advertiser.close()
             }
         }
-    }
-
-    /// Returns when SIGINT or SIGTERM arrives (both then stop killing the process outright).
-    private static func terminationSignal() async {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let queue = DispatchQueue(label: "syncd.advertise.signals")
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
-        }
-        for await _ in stream { break }
-        for source in sources { source.cancel() }
     }
 }

@@ -3,6 +3,7 @@ import Discovery
 import Foundation
 import Logging
 import ServiceLifecycle
+import UnixSignals
 import Store
 import SyncAgent
 
@@ -42,13 +43,13 @@ struct AgentCommand: AsyncParsableCommand {
         defer { agent.node.close() }
         let listening = ListeningPrinter(agent: agent, dataDirectory: data.path)
         // SIGHUP rereads the configuration.
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        hangup.setEventHandler {
-            do { try agent.reload() } catch { logger.error("configuration not reloaded: \(error)") }
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let reloads = Task {
+            for await _ in hangups {
+                do { try agent.reload() } catch { logger.error("configuration not reloaded: \(error)") }
+            }
         }
-        hangup.resume()
-        defer { hangup.cancel() }
+        defer { reloads.cancel() }
         var services = ServiceGroupConfiguration(
             services: [.init(service: AgentService(agent: agent, onListening: listening.print)),
                        .init(service: ShutdownDeadline(limit: .seconds(10), logger: logger), successTerminationBehavior: .ignore)],

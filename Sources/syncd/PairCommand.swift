@@ -3,6 +3,7 @@ import Discovery
 import Foundation
 import Logging
 import ServiceLifecycle
+import UnixSignals
 import Store
 import SyncAgent
 
@@ -158,22 +159,17 @@ struct PairCommand: AsyncParsableCommand {
                 """)
         }
         fflush(nil)
-        // Ctrl-C, SIGTERM or a closed terminal (SIGHUP) cancels the invitation before the command ends.
-        let interrupts = [Int32(SIGINT), Int32(SIGTERM), Int32(SIGHUP)].map { (number: Int32) -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
+        // Ctrl-C, SIGTERM or a closed terminal (SIGHUP) cancels the invitation before the command ends
+        // (trapped before the wait begins, so none can end the process with the invitation still valid).
+        let interrupts = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
+        let interrupted = Task {
+            for await _ in interrupts {
                 _ = try? store.cancel(handle: invitation.handle)
                 FileHandle.standardError.write(Data("invitation cancelled\n".utf8))
                 Foundation.exit(130)
             }
-            source.resume()
-            return source
         }
-        defer {
-            interrupts.forEach { $0.cancel() }
-            for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
-        }
+        defer { interrupted.cancel() }
         let outcome = await InvitationWatch.wait(for: invitation.handle, in: store)
         switch outcome {
         case .spent(let uuid):

@@ -115,8 +115,7 @@ struct ReplicateCommand: AsyncParsableCommand {
             }
             group.addTask { await replicator.run() }
             group.addTask {
-                await Self.terminationSignal()
-                if !Task.isCancelled { await replicator.stop() }
+                if await Signals.first(of: .sigint, .sigterm) != nil { await replicator.stop() }
                 return nil
             }
             var final: ReplicationStatus?
@@ -143,25 +142,6 @@ struct ReplicateCommand: AsyncParsableCommand {
     private static func failure(_ message: String, code: Int32 = 1) -> ExitCode {
         FileHandle.standardError.write(Data(("error: " + RemoteURL.redact(message) + "\n").utf8))
         return ExitCode(code)
-    }
-
-    /// Returns when SIGINT or SIGTERM arrives (both then stop killing the process outright).
-    private static func terminationSignal() async {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let queue = DispatchQueue(label: "syncd.replicate.signals")
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
-        }
-        await withTaskCancellationHandler {
-            for await _ in stream { break }
-        } onCancel: {
-            continuation.finish()
-        }
-        for source in sources { source.cancel() }
     }
 }
 
