@@ -98,7 +98,7 @@ public final class Agent: Service, Sendable {
                         self.reconcilePeers()
                         let links = self.state.withLock { $0.links.values.map(\.link) }
                         SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
-                        try? await Task.sleep(for: .seconds(1))
+                        try? await Task.sleep(for: ReplicatorTuning.peerWatchInterval)
                         // This node moved: connections from its old address are dead without knowing it.
                         let now = LocalAddresses.lan()
                         if now != own {

@@ -28,8 +28,6 @@ final class RemoteLink: Sendable {
         pushing.createTarget = true
         pulling.continuous = true
         pushing.continuous = true
-        pulling.retry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(60))
-        pushing.retry = pulling.retry
         pull = Replicator(pulling, logger: logger)
         push = Replicator(pushing, logger: logger)
         self.endpoints = endpoints

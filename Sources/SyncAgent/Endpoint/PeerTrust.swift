@@ -21,8 +21,10 @@ public enum PeerTrust: Sendable {
 
     /// Connects once, reads the server's certificate and returns it if its
     /// fingerprint is `expected`; any other certificate ends the handshake.
-    static func fetchCertificate(host: String, port: Int, expected: String, endpoint: String,
-                                 deadline: TimeAmount = .seconds(10)) async throws(EndpointError) -> NIOSSLCertificate {
+    static func fetchCertificate(
+        host: String, port: Int, expected: String, endpoint: String,
+        deadline: TimeAmount = ReplicatorTuning.pinnedCertificateDeadline
+    ) async throws(EndpointError) -> NIOSSLCertificate {
         let certificate = try await presentedCertificate(host: host, port: port, endpoint: endpoint, deadline: deadline)
         let seen = NodeID(certificateDER: (try? certificate.toDERBytes()) ?? [])
         guard seen.fingerprint == normalized(expected) else {
@@ -36,7 +38,8 @@ public enum PeerTrust: Sendable {
     /// The server's certificate is not trusted (system roots, or no pin): a final error
     /// naming the node ID that `host` presents, so that a person can check it and pin it.
     static func untrusted(host: String, port: Int, endpoint: String) async -> EndpointError {
-        let seen = try? await presentedCertificate(host: host, port: port, endpoint: endpoint, deadline: .seconds(2))
+        let seen = try? await presentedCertificate(host: host, port: port, endpoint: endpoint,
+                                                   deadline: ReplicatorTuning.untrustedCertificateDeadline)
         let id = seen.flatMap { try? $0.toDERBytes() }.map { NodeID(certificateDER: $0).description }
         return EndpointError(status: 495, error: "certificate_untrusted",
                              reason: "the server's certificate is not trusted" + (id.map { " (its node ID is \($0))" } ?? ""),

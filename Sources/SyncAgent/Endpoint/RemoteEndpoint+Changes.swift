@@ -37,12 +37,12 @@ extension RemoteEndpoint {
 
     /// Reads one connection of `feed=continuous`, delivering what each arriving
     /// chunk completes; returns the position reached when the server ends the feed.
-    /// A feed that sends no byte (not even a heartbeat) for ``silenceLimit(heartbeatMilliseconds:)``
+    /// A feed that sends no byte (not even a heartbeat) for ``ReplicatorTuning/silenceLimit(heartbeatMilliseconds:)``
     /// while it is being read is dead: its connection is closed and the feed fails as unreachable.
     private func followContinuousFeed(
         _ request: ChangeFeedRequest, since start: ChangeSequence, deliver: @Sendable (ChangeBatch) async throws -> Void
     ) async throws -> ChangeSequence {
-        let silence = Self.silenceLimit(heartbeatMilliseconds: request.heartbeatMilliseconds)
+        let silence = ReplicatorTuning.silenceLimit(heartbeatMilliseconds: request.heartbeatMilliseconds)
         let watch = FeedWatch()
         return try await withoutActuallyEscaping(deliver) { deliver in
             try await withThrowingTaskGroup(of: ChangeSequence?.self) { group in
@@ -64,12 +64,6 @@ extension RemoteEndpoint {
         }
     }
 
-    /// How long a continuous feed may stay silent before it is declared dead: two and a
-    /// half heartbeat intervals (a server sends one per interval).
-    static func silenceLimit(heartbeatMilliseconds: Int) -> Duration {
-        .milliseconds(max(1, heartbeatMilliseconds) * 5 / 2)
-    }
-
     /// The reading half of ``followContinuousFeed``: the watch is told whenever it waits for the server.
     private func readContinuousFeed(
         _ request: ChangeFeedRequest, since start: ChangeSequence, watch: FeedWatch, deliver: @Sendable (ChangeBatch) async throws -> Void
@@ -81,7 +75,7 @@ extension RemoteEndpoint {
         let (method, body) = filterParameters(request.filter, into: &query)
         watch.waiting()
         let response = try await send(method, databasePath + "/_changes", query: query, body: body,
-                                      accept: "application/json", timeout: .seconds(365 * 24 * 3600))
+                                      accept: "application/json", timeout: ReplicatorTuning.continuousFeedTimeout)
         guard response.status.code < 400 else { throw await error(answering: response) }
         var since = start
         var pending: [UInt8] = []
@@ -113,7 +107,9 @@ extension RemoteEndpoint {
                         continue
                     }
                     var row = try changedDocument(json)
-                    if line.count <= Self.longestCarriedLine { row.firstRevision = Self.firstRevision(of: row, in: json["doc"]) }
+                    if line.count <= ReplicatorTuning.longestCarriedLine {
+                        row.firstRevision = Self.firstRevision(of: row, in: json["doc"])
+                    }
                     rows.append(row)
                     since = row.sequence
                     if rows.count >= request.batchSize {
@@ -122,8 +118,9 @@ extension RemoteEndpoint {
                     }
                 }
                 pending.removeFirst(lineStart)
-                guard pending.count <= Self.longestChangeLine else {
-                    throw EndpointError.badResponse(displayName, "continuous _changes sent a line over \(Self.longestChangeLine >> 20) MiB")
+                guard pending.count <= ReplicatorTuning.longestChangeLine else {
+                    throw EndpointError.badResponse(
+                        displayName, "continuous _changes sent a line over \(ReplicatorTuning.longestChangeLine >> 20) MiB")
                 }
                 if !rows.isEmpty {
                     try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true))
@@ -163,14 +160,6 @@ extension RemoteEndpoint {
             return (.POST, JSON.object(["selector": selector]).serializedBytes())
         }
     }
-
-    /// The longest line of a continuous feed held while waiting for its end (a row lists
-    /// one document's leaves: thousands of them fit many times over).
-    static var longestChangeLine: Int { 16 << 20 }
-
-    /// The longest feed line whose document is kept with its change: the change queue holds
-    /// up to two batches of rows, so a larger document is read by `_bulk_get` as before.
-    static var longestCarriedLine: Int { 8 << 10 }
 
     /// The revision a row's `doc` carries whole, when nothing more is needed to replicate it:
     /// the document's only leaf, a first revision (no history), not deleted, without attachments

@@ -61,7 +61,7 @@ extension RemoteEndpoint {
         }
         // Only what was asked for: a server adding documents (or `_local/` ones) is refused.
         let asked = Set(requests.map(\.id))
-        var splitter = ResultsSplitter(limit: Self.largestRevisionsAnswer)
+        var splitter = ResultsSplitter(limit: ReplicatorTuning.largestRevisionsAnswer)
         var results = 0
         var answered = Set<String>()
         do {
@@ -113,7 +113,7 @@ extension RemoteEndpoint {
                 next += 1
                 group.addTask { await self.openRevisions(of: request) }
             }
-            while next < min(8, requests.count) { add() }
+            while next < min(ReplicatorTuning.openRevisionsAtOnce, requests.count) { add() }
             for await outcome in group {
                 switch outcome {
                 case .success(let fetched):
@@ -150,7 +150,7 @@ extension RemoteEndpoint {
                 return .success(answers.map { revision(from: $0, id: request.id) })
             }
             // A server that answers JSON whatever the Accept header says.
-            let bytes = try await collect(response, answering: .GET, path, limit: Self.largestRevisionsAnswer)
+            let bytes = try await collect(response, answering: .GET, path, limit: ReplicatorTuning.largestRevisionsAnswer)
             guard case .array(let answers)? = try? JSON(parsing: bytes.readableBytesView) else {
                 return .failure(.badResponse(displayName, "open_revs answered neither multipart nor a JSON array"))
             }
@@ -171,11 +171,11 @@ extension RemoteEndpoint {
     /// The parts of a `multipart/mixed` `open_revs` answer, read as they arrive, as JSON
     /// answers (`{"ok": doc}` or `{"missing": rev}`), each attachment that follows its
     /// document put inline, decoded when the server sent it gzip-encoded. At most one part
-    /// per revision asked (`parts`), and at most ``largestRevisionsAnswer`` bytes in all.
+    /// per revision asked (`parts`), and at most ``ReplicatorTuning/largestRevisionsAnswer`` bytes in all.
     private func openRevisionAnswers<Body: AsyncSequence>(_ body: Body, boundary: String, parts: Int) async throws -> [JSON]
     where Body.Element == ByteBuffer {
         let outer = MultipartReader(boundary: boundary, body: body, maximumParts: parts)
-        var remaining = Self.largestRevisionsAnswer
+        var remaining = ReplicatorTuning.largestRevisionsAnswer
         func read<Source>(_ reader: MultipartReader<Source>) async throws -> [UInt8] {
             let bytes = try await reader.readBody(limit: remaining)
             remaining -= bytes.count
@@ -247,7 +247,7 @@ extension RemoteEndpoint {
         var failures: [WriteFailure] = []
         var small: [ReplicatedRevision] = []
         for revision in revisions {
-            if Self.inlineAttachmentSize(revision.json) >= Self.multipartThreshold {
+            if Self.inlineAttachmentSize(revision.json) >= ReplicatorTuning.multipartThreshold {
                 if let failure = try await putMultipart(revision) { failures.append(failure) }
             } else {
                 small.append(revision)
@@ -258,7 +258,7 @@ extension RemoteEndpoint {
         for (offset, revision) in small.enumerated() {
             batch.append(revision)
             size += revision.json.serializedBytes().count
-            if size >= Self.bulkDocsBudget || offset == small.count - 1 {
+            if size >= ReplicatorTuning.bulkDocsBudget || offset == small.count - 1 {
                 failures += try await postBulkDocs(batch)
                 batch.removeAll(keepingCapacity: true)
                 size = 0
@@ -266,9 +266,6 @@ extension RemoteEndpoint {
         }
         return failures
     }
-
-    /// Inline attachment data (base64 characters) at which a revision is sent as multipart.
-    static var multipartThreshold: Int { 256 << 10 }
 
     /// How many base64 characters of attachment data a revision's JSON carries.
     static func inlineAttachmentSize(_ json: JSON) -> Int {
@@ -326,9 +323,6 @@ extension RemoteEndpoint {
         if failure.isTransient || status == 401 { throw failure }
         return WriteFailure(id: revision.id, error: failure.error, reason: failure.reason)
     }
-
-    /// The body size at which a `_bulk_docs` request is sent and the next one begun.
-    static var bulkDocsBudget: Int { 4 << 20 }
 
     /// Posts `revisions`; a request too large for the server (413) is split in halves and
     /// sent again, as CouchDB's replicator does, down to one revision, which the target refuses.

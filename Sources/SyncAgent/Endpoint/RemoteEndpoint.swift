@@ -33,7 +33,8 @@ public final class RemoteEndpoint: Endpoint {
 
         /// Settings for `url`, with system trust and generous timeouts.
         public init(url: RemoteURL, trust: PeerTrust = .system, peerUUID: String? = nil,
-                    requestTimeout: Duration = .seconds(120), connectTimeout: Duration = .seconds(10),
+                    requestTimeout: Duration = ReplicatorTuning.requestTimeout,
+                    connectTimeout: Duration = ReplicatorTuning.connectTimeout,
                     clientIdentity: NodeIdentity? = nil) {
             self.url = url
             self.clientIdentity = clientIdentity
@@ -63,7 +64,7 @@ public final class RemoteEndpoint: Endpoint {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.requestTimeout))
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 8
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = ReplicatorTuning.connectionsPerHost
         clientConfiguration.decompression = .disabled
         var setupError: EndpointError?
         switch configuration.trust {
@@ -184,16 +185,11 @@ public final class RemoteEndpoint: Endpoint {
 
     // MARK: HTTP
 
-    /// The largest answer held whole: feeds, diffs and documents without attachments.
-    static var largestAnswer: Int { 64 << 20 }
-    /// The largest answer of revisions with their attachments inline (`_bulk_get`, `open_revs`).
-    static var largestRevisionsAnswer: Int { 1 << 30 }
-
     /// Sends a request and returns the answer's status, headers and whole body; a remote
     /// sending more than `limit` bytes is refused (`bad_response`) rather than held.
     func request(
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-        accept: String = "application/json", contentType: String = "application/json", limit: Int = largestAnswer
+        accept: String = "application/json", contentType: String = "application/json", limit: Int = ReplicatorTuning.largestAnswer
     ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         let response = try await send(method, path, query: query, body: body, accept: accept, contentType: contentType,
                                       timeout: configuration.requestTimeout)
@@ -213,9 +209,10 @@ public final class RemoteEndpoint: Endpoint {
         }
     }
 
-    /// The error of an answer with an error status: its CouchDB error body (read up to 1 MiB) as an ``EndpointError``.
+    /// The error of an answer with an error status: its CouchDB error body (read up to
+    /// ``ReplicatorTuning/largestErrorAnswer``) as an ``EndpointError``.
     func error(answering response: HTTPClientResponse) async -> EndpointError {
-        let bytes = try? await response.body.collect(upTo: 1 << 20)
+        let bytes = try? await response.body.collect(upTo: ReplicatorTuning.largestErrorAnswer)
         return error(status: Int(response.status.code), body: bytes.flatMap { try? JSON(parsing: $0.readableBytesView) })
     }
 

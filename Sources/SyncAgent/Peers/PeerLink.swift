@@ -150,7 +150,7 @@ final class PeerLink: Sendable {
             failures += 1
             pauses += 1
             let number = pauses
-            let delay = Self.retry.jitteredDelay(afterFailures: max(failures, refusals))
+            let delay = ReplicatorTuning.peerRetry.jitteredDelay(afterFailures: max(failures, refusals))
             let timer = Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
                 wakes.continuation.yield(.retry(number))
@@ -223,9 +223,6 @@ final class PeerLink: Sendable {
         set(.offline, reason: "stopped")
     }
 
-    /// How long the link waits after failures in a row.
-    static let retry = RetryPolicy(initialDelay: .milliseconds(800), maximumDelay: .seconds(60))
-
     /// `why`, naming the address unless it does already.
     private static func place(_ why: String, at address: String) -> String {
         why.contains(address) ? why : "\(why) at \(address)"
@@ -261,13 +258,13 @@ final class PeerLink: Sendable {
                 let url = try RemoteURL("https://\(address)/\(PathEncoding.segment(database))")
                 let remote = RemoteEndpoint(RemoteEndpoint.Configuration(
                     url: url, trust: .certificate(certificate), peerUUID: peer.uuid,
-                    // A peer on the LAN that says nothing for 30 s is gone (the feed's own watchdog is shorter).
-                    requestTimeout: .seconds(30), connectTimeout: .seconds(5), clientIdentity: context.identity),
+                    requestTimeout: ReplicatorTuning.peerRequestTimeout, connectTimeout: ReplicatorTuning.peerConnectTimeout,
+                    clientIdentity: context.identity),
                     logger: context.logger)
                 var configuration = ReplicationConfiguration(source: remote, target: LocalEndpoint(try context.catalog.openOrCreate(database)))
                 configuration.continuous = true
                 configuration.filter = filter
-                configuration.retry = Self.retry
+                configuration.retry = ReplicatorTuning.peerRetry
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task {
                     var last = ReplicationActivity.stopped
@@ -371,7 +368,7 @@ final class PeerLink: Sendable {
             probes.append(Task {
                 do throws(EndpointError) {
                     let certificate = try await PeerTrust.fetchCertificate(host: host, port: port, expected: expected, endpoint: candidate,
-                                                                            deadline: .seconds(3))
+                                                                            deadline: ReplicatorTuning.peerProbeDeadline)
                     continuation.yield(.success((candidate, certificate)))
                 } catch {
                     continuation.yield(.failure(error))

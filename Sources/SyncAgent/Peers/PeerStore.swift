@@ -83,7 +83,7 @@ public final class PeerStore: Sendable {
         let now = Date()
         let address = host.flatMap { host in peer.lastAddress.map { HostPort.replacingHost(of: $0, with: host) } }
         let moved = address.map { $0 != peer.lastAddress } ?? false
-        if !moved, let last = peer.lastSeen, now.timeIntervalSince(last) < 60 { return }
+        if !moved, let last = peer.lastSeen, now.timeIntervalSince(last) < ReplicatorTuning.peerSeenInterval { return }
         try? file.update { file in
             guard let index = file.peers.firstIndex(where: { $0.id == id }) else { return }
             file.peers[index].lastSeen = now

@@ -30,9 +30,6 @@ public actor Checkpointer {
         public init() {}
     }
 
-    /// Most history entries kept, as CouchDB keeps.
-    static let historyLimit = 50
-
     /// The checkpoint documents' id (without `_local/`).
     public nonisolated let replicationID: ReplicationID
     /// This session's id, new for each run.
@@ -128,7 +125,7 @@ public actor Checkpointer {
             "source_last_seq": sequence.value,
             "replication_id_version": .number(Double(ReplicationID.version)),
             "replicator": "syncd",
-            "history": .array(Array(([entry] + history).prefix(Self.historyLimit))),
+            "history": .array(Array(([entry] + history).prefix(ReplicatorTuning.checkpointHistoryLimit))),
         ]
         if !sourceIsReadOnly {
             do {
@@ -151,7 +148,7 @@ public actor Checkpointer {
             do {
                 revisions[side] = try await endpoint.putLocalDocument(id: replicationID.value, .object(document))
                 return
-            } catch where error.isConflict && attempt < 5 {
+            } catch where error.isConflict && attempt < ReplicatorTuning.checkpointConflictRetries {
                 attempt += 1
                 revisions[side] = try await endpoint.localDocument(id: replicationID.value)?["_rev"]?.stringValue
             }

@@ -45,9 +45,6 @@ final class ReplicationProgress: Sendable {
         return stream
     }
 
-    /// How many recent batches ``State/completedAt`` remembers.
-    private static let rememberedBatches = 1024
-
     /// A new session begins at `sequence`. The changes after it are read again,
     /// so `completed` goes back to what it was there (0 when unknown): each
     /// change is counted once, however many sessions it takes.
@@ -112,7 +109,7 @@ final class ReplicationProgress: Sendable {
             state.status.total = max(state.status.total, state.status.completed)
             state.completedSequence = batch.changes.lastSequence
             state.completedAt.append((batch.changes.lastSequence, state.status.completed))
-            if state.completedAt.count > Self.rememberedBatches { state.completedAt.removeFirst(state.completedAt.count / 2) }
+            if state.completedAt.count > ReplicatorTuning.rememberedBatches { state.completedAt.removeFirst(state.completedAt.count / 2) }
             state.inFlight -= 1
             if state.continuous && state.inFlight == 0 && batch.changes.caughtUp { state.status.activity = .idle }
         }

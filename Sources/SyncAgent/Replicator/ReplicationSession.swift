@@ -28,7 +28,7 @@ struct ReplicationSession: Sendable {
         progress.sessionStarted(at: since, continuous: configuration.continuous)
         progress.checkpointed(since, targetOnly: readOnlySource)
 
-        let changes = ChangeQueue(capacity: 2 * configuration.batchSize)
+        let changes = ChangeQueue(capacity: ReplicatorTuning.changeQueueBatches * configuration.batchSize)
         let diffed = AsyncChannel<ReplicationBatch>()
         let fetched = AsyncChannel<ReplicationBatch>()
         let request = ChangeFeedRequest(
@@ -72,7 +72,7 @@ struct ReplicationSession: Sendable {
             await Task {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { try? await session.saveCheckpoint(checkpointer) }
-                    group.addTask { try? await Task.sleep(for: .seconds(5)) }
+                    group.addTask { try? await Task.sleep(for: ReplicatorTuning.lastCheckpointDeadline) }
                     await group.next()
                     group.cancelAll()
                 }
@@ -88,7 +88,7 @@ struct ReplicationSession: Sendable {
     private func checkpointOnCadence(_ checkpointer: Checkpointer) async throws {
         // Any event waiting means "save": one is enough, whatever came before it.
         let (events, sink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
-        let interval = max(configuration.checkpointInterval, Self.shortestCheckpointInterval)
+        let interval = max(configuration.checkpointInterval, ReplicatorTuning.shortestCheckpointInterval)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
@@ -107,19 +107,13 @@ struct ReplicationSession: Sendable {
             defer { group.cancelAll() }
             var lastSaved = ContinuousClock.now
             for await fellIdle in events {
-                if fellIdle { try await Task.sleep(until: lastSaved + Self.idleCheckpointSpacing, clock: .continuous) }
+                if fellIdle { try await Task.sleep(until: lastSaved + ReplicatorTuning.idleCheckpointSpacing, clock: .continuous) }
                 try await saveCheckpoint(checkpointer)
                 lastSaved = .now
             }
             try Task.checkCancellation()
         }
     }
-
-    /// The shortest interval between timed checkpoints, whatever was configured.
-    static let shortestCheckpointInterval: Duration = .milliseconds(10)
-
-    /// The least time between checkpoints taken because the replication fell idle.
-    static let idleCheckpointSpacing: Duration = .seconds(1)
 
     private func saveCheckpoint(_ checkpointer: Checkpointer) async throws {
         guard let sequence = progress.completedSequence else { return }

@@ -12,7 +12,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public var oneShotAttempts: Int
 
     /// A policy; the defaults wait 1 s, 2 s, 4 s ... up to a minute.
-    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60), oneShotAttempts: Int = 5) {
+    public init(initialDelay: Duration = ReplicatorTuning.retryInitialDelay, maximumDelay: Duration = ReplicatorTuning.retryMaximumDelay,
+                oneShotAttempts: Int = ReplicatorTuning.oneShotAttempts) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.oneShotAttempts = oneShotAttempts
@@ -28,6 +29,6 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The wait to use after `failures` failed attempts in a row: between half of
     /// ``delay(afterFailures:)`` and all of it.
     public func jitteredDelay(afterFailures failures: Int) -> Duration {
-        delay(afterFailures: failures) * Double.random(in: 0.5...1)
+        delay(afterFailures: failures) * Double.random(in: ReplicatorTuning.retryJitter)
     }
 }

@@ -9,15 +9,13 @@ import Store
 /// a few requests at once, so a remote source can use more than one core.
 ///
 /// Revisions go on to the inserter in parts as they are read: once a part holds
-/// more than `budget` bytes of JSON and attachment data, it is sent, so that at
-/// most about one budget per parallel request is held. Only the batch's last part
+/// more than ``ReplicatorTuning/fetchPartBudget`` bytes of JSON and attachment data, it is
+/// sent, so that at most about one budget per parallel request is held. Only the batch's last part
 /// completes the batch (see ``ReplicationBatch/isLastPart``).
 struct RevisionFetcher: Sendable {
     let source: any Endpoint
     let parallelism: Int
     let logger: Logger
-    /// The bytes of revisions held before a part is passed on.
-    var budget = 16 << 20
 
     func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
@@ -78,7 +76,7 @@ struct RevisionFetcher: Sendable {
     private func fetch(
         _ missing: [MissingRevisions], of batch: ReplicationBatch, into output: AsyncChannel<ReplicationBatch>
     ) async throws(EndpointError) -> (held: [FetchedRevision], failures: [FetchedRevision]) {
-        let parts = min(max(1, parallelism), missing.count / 50 + 1)
+        let parts = min(max(1, parallelism), missing.count / ReplicatorTuning.documentsPerFetch + 1)
         let size = (missing.count + parts - 1) / parts
         let chunks = stride(from: 0, to: missing.count, by: size).map { Array(missing[$0..<min($0 + size, missing.count)]) }
         let outcomes = await withTaskGroup(of: Result<Part, EndpointError>.self) { group in
@@ -135,7 +133,7 @@ struct RevisionFetcher: Sendable {
                 bytes += found.json.heldBytes
             }
             revisions.append(revision)
-            guard bytes >= fetcher.budget else { return }
+            guard bytes >= ReplicatorTuning.fetchPartBudget else { return }
             var part = batch
             part.fetched = revisions
             part.isLastPart = false

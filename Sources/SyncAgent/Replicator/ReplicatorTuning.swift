@@ -1,0 +1,155 @@
+import NIOCore
+
+/// The replicator's and the peer links' tuning constants, each with the reason for its value,
+/// in one place as couchbase-lite-core keeps its `ReplicatorTuning.hh`. The listener's own
+/// limits are in `ListenerLimits`. Those that public default arguments use are public.
+public enum ReplicatorTuning {
+    // MARK: Changes feed
+
+    /// Changes per batch (``ReplicationConfiguration/batchSize``): CouchDB's replicator's
+    /// `worker_batch_size` default. A smaller batch checkpoints more often and holds less.
+    static let batchSize = 500
+
+    /// How many batches the change queue holds before the reader waits: the finder takes
+    /// one while the next is read, so the stages overlap.
+    static let changeQueueBatches = 2
+
+    /// How often a remote continuous feed is asked for a heartbeat (``ReplicationConfiguration/heartbeat``).
+    static let heartbeat: Duration = .seconds(10)
+
+    /// How long a continuous feed may stay silent before it is declared dead: two and a
+    /// half heartbeat intervals (a server sends one per interval).
+    static func silenceLimit(heartbeatMilliseconds: Int) -> Duration {
+        .milliseconds(max(1, heartbeatMilliseconds) * 5 / 2)
+    }
+
+    /// The request timeout of a continuous feed, in effect none: the feed stays open as long as
+    /// the replication runs, and its ``silenceLimit(heartbeatMilliseconds:)`` ends a dead one.
+    static let continuousFeedTimeout: Duration = .seconds(365 * 24 * 3600)
+
+    /// The longest line of a continuous feed held while waiting for its end (a row lists
+    /// one document's leaves: thousands of them fit many times over).
+    static let longestChangeLine = 16 << 20
+
+    /// The longest feed line whose document is kept with its change: the change queue holds
+    /// up to two batches of rows, so a larger document is read by `_bulk_get` as before.
+    static let longestCarriedLine = 8 << 10
+
+    // MARK: Fetcher
+
+    /// How many requests a batch's revisions are read with at once (``ReplicationConfiguration/parallelFetches``).
+    /// More than one helps only when the source has cores to spare (two syncd on two cores: it does not).
+    static let parallelFetches = 1
+
+    /// Missing documents per parallel request: a batch is split only when it is large.
+    static let documentsPerFetch = 50
+
+    /// The bytes of revisions held before a part is passed on to the inserter, so that a pull
+    /// holds about this much per parallel fetch however large a batch and its attachments are.
+    static let fetchPartBudget = 16 << 20
+
+    /// How many `GET doc?open_revs=` requests (one per document) run at once where the
+    /// source has no `_bulk_get`: a few.
+    static let openRevisionsAtOnce = 8
+
+    /// The largest answer held whole: feeds, diffs and documents without attachments.
+    static let largestAnswer = 64 << 20
+
+    /// The largest answer of revisions with their attachments inline (`_bulk_get`, `open_revs`);
+    /// such an answer is streamed, never held whole.
+    static let largestRevisionsAnswer = 1 << 30
+
+    /// The most of an error answer's body read for its CouchDB `error` and `reason`.
+    static let largestErrorAnswer = 1 << 20
+
+    // MARK: Inserter
+
+    /// The body size at which a `_bulk_docs` request is sent and the next one begun
+    /// (a target answering 413 to it gets halves, down to one revision).
+    static let bulkDocsBudget = 4 << 20
+
+    /// Inline attachment data (base64 characters) at which a revision is sent alone as a
+    /// `multipart/related` PUT, as CouchDB's replicator sends it, so its content is not base64 inside JSON.
+    static let multipartThreshold = 256 << 10
+
+    // MARK: Checkpoints
+
+    /// How often progress is checkpointed while changes flow (``ReplicationConfiguration/checkpointInterval``;
+    /// CouchDB's default is 30 s): a replication killed with SIGKILL reads again at most this much.
+    static let checkpointInterval: Duration = .seconds(5)
+
+    /// The shortest interval between timed checkpoints, whatever was configured.
+    static let shortestCheckpointInterval: Duration = .milliseconds(10)
+
+    /// The least time between checkpoints taken because the replication fell idle, so a
+    /// caught-up replication's checkpoint is current without one per lone change.
+    static let idleCheckpointSpacing: Duration = .seconds(1)
+
+    /// How long a failed session waits to keep what was done (its last checkpoint) if both sides still answer.
+    static let lastCheckpointDeadline: Duration = .seconds(5)
+
+    /// Most history entries kept in a checkpoint, as CouchDB keeps.
+    static let checkpointHistoryLimit = 50
+
+    /// How many times a checkpoint write that meets 409 re-reads the `_rev` and tries again.
+    static let checkpointConflictRetries = 5
+
+    /// How many recent batches the progress remembers, to find what was completed at a
+    /// checkpoint when a session resumes from it; half are dropped when it is full.
+    static let rememberedBatches = 1024
+
+    // MARK: Retries
+
+    /// The first wait after a side could not be reached (``RetryPolicy/initialDelay``).
+    public static let retryInitialDelay: Duration = .seconds(1)
+
+    /// The longest wait, reached by doubling (``RetryPolicy/maximumDelay``): a minute.
+    public static let retryMaximumDelay: Duration = .seconds(60)
+
+    /// How many failed attempts in a row a one-shot replication makes before it gives up (``RetryPolicy/oneShotAttempts``).
+    public static let oneShotAttempts = 5
+
+    /// The share of a wait kept: a random share of up to a half is cut, so replications
+    /// that failed together (a peer restarting under many) do not all come back in the same instant.
+    static let retryJitter: ClosedRange<Double> = 0.5...1
+
+    // MARK: Remote endpoints
+
+    /// The longest a request (other than a continuous feed) may take: generous (``RemoteEndpoint/Configuration/requestTimeout``).
+    public static let requestTimeout: Duration = .seconds(120)
+
+    /// The longest to wait for a connection (``RemoteEndpoint/Configuration/connectTimeout``).
+    public static let connectTimeout: Duration = .seconds(10)
+
+    /// Connections one endpoint opens to its server before requests wait: AsyncHTTPClient's default.
+    static let connectionsPerHost = 8
+
+    /// The longest to wait for a server's certificate before checking its pinned fingerprint.
+    static let pinnedCertificateDeadline: TimeAmount = .seconds(10)
+
+    /// The longest to wait for an untrusted server's certificate, only to name its node ID in the error.
+    static let untrustedCertificateDeadline: TimeAmount = .seconds(2)
+
+    // MARK: Peer links
+
+    /// How long a peer link waits after failures in a row: 0.4–0.8 s the first time (with the
+    /// jitter), doubling up to 30–60 s, so a peer that is gone is not dialled in a loop.
+    static let peerRetry = RetryPolicy(initialDelay: .milliseconds(800), maximumDelay: .seconds(60))
+
+    /// A peer on the LAN that says nothing for 30 s is gone (the feed's own watchdog is shorter).
+    static let peerRequestTimeout: Duration = .seconds(30)
+
+    /// The longest to wait for a connection to a peer on the LAN.
+    static let peerConnectTimeout: Duration = .seconds(5)
+
+    /// The longest a TLS handshake probing one of a peer's addresses may take: all are
+    /// tried at once, and a dead address loses to a live one without waiting longer.
+    static let peerProbeDeadline: TimeAmount = .seconds(3)
+
+    /// How often the agent looks for peers paired or removed (by this process or by other
+    /// commands beside it) and for a change of this node's own addresses.
+    static let peerWatchInterval: Duration = .seconds(1)
+
+    /// How often at most (seconds) a peer's `lastSeen` is written, so a busy replication does not rewrite the peers file.
+    static let peerSeenInterval: Double = 60
+}
