@@ -78,7 +78,7 @@ extension RemoteEndpoint {
                                       accept: "application/json", timeout: ReplicatorTuning.continuousFeedTimeout)
         guard response.status.code < 400 else { throw await error(answering: response) }
         var since = start
-        var pending: [UInt8] = []
+        var lines = FeedLineSplitter(limit: ReplicatorTuning.longestChangeLine)
         var rows: [ChangedDocument] = []
         var endedWithLastSequence = false
         do {
@@ -87,16 +87,8 @@ extension RemoteEndpoint {
                 watch.waiting()
                 guard let chunk = try await chunks.next() else { break }
                 watch.answered()
-                // Bytes before the new chunk hold no newline: only the chunk is searched.
-                var searchStart = pending.count
-                pending.append(contentsOf: chunk.readableBytesView)
-                var lineStart = 0
                 var ended = false
-                while let newline = pending[searchStart...].firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = pending[lineStart..<newline]
-                    lineStart = newline + 1
-                    searchStart = lineStart
-                    guard line.contains(where: { $0 > 0x20 }) else { continue }
+                for line in lines.lines(in: chunk.readableBytesView) {
                     let json: JSON
                     do { json = try JSON(parsing: line) } catch {
                         throw EndpointError.badResponse(displayName, "continuous _changes sent a line that is not JSON: \(error)")
@@ -117,8 +109,7 @@ extension RemoteEndpoint {
                         rows.removeAll(keepingCapacity: true)
                     }
                 }
-                pending.removeFirst(lineStart)
-                guard pending.count <= ReplicatorTuning.longestChangeLine else {
+                do { try lines.checkUnfinished() } catch {
                     throw EndpointError.badResponse(
                         displayName, "continuous _changes sent a line over \(ReplicatorTuning.longestChangeLine >> 20) MiB")
                 }
