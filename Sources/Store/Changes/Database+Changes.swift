@@ -1,4 +1,12 @@
 extension Database {
+    /// ``changes(_:)`` for a task: on ``ScanThreads`` when a filter may stretch the page over the
+    /// whole database (``ChangesOptions/mayScanEverything``), else here (a page of at most
+    /// `limit` rows, where a hop would only add latency, as to every longpoll).
+    public func changesPage(_ options: ChangesOptions) async throws(StoreError) -> ChangesPage {
+        guard options.mayScanEverything else { return try changes(options) }
+        return try await ScanThreads.run { () throws(StoreError) in try self.changes(options) }
+    }
+
     /// Reads the changes feed: each document once, at its latest sequence.
     public func changes(_ options: ChangesOptions) throws(StoreError) -> ChangesPage {
         try read { db in

@@ -57,16 +57,10 @@ public enum ScanThreads {
 
     /// The threads and the scans waiting for one.
     private final class Lanes: Sendable {
-        private struct State {
-            var waiting: [@Sendable () -> Void] = []
-            var idle: Int
-        }
-
-        private let state: Locked<State>
+        private let waiting = Locked<[@Sendable () -> Void]>([])
         private let wake = DispatchSemaphore(value: 0)
 
         init(count: Int) {
-            state = Locked(State(idle: 0))
             for index in 0..<count {
                 Thread.detachNewThread { [self] in
                     Thread.current.name = "syncd-scan-\(index)"
@@ -76,14 +70,14 @@ public enum ScanThreads {
         }
 
         func submit(_ job: @escaping @Sendable () -> Void) {
-            state.withLock { $0.waiting.append(job) }
+            waiting.withLock { $0.append(job) }
             wake.signal()
         }
 
         private func serve() {
             while true {
                 wake.wait()
-                guard let job = state.withLock({ $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }) else { continue }
+                guard let job = waiting.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
                 job()
             }
         }

@@ -59,15 +59,7 @@ public struct LocalEndpoint: Endpoint {
         while true {
             try Task.checkCancellation()
             let page: ChangesPage
-            do {
-                if options.mayScanEverything {
-                    page = try await ScanThreads.run { [options, database] () throws(StoreError) in try database.changes(options) }
-                } else {
-                    page = try database.changes(options)
-                }
-            } catch {
-                throw EndpointError(error, endpoint: displayName)
-            }
+            do { page = try await database.changesPage(options) } catch { throw EndpointError(error, endpoint: displayName) }
             let caughtUp = page.changes.count < limit || page.pending == 0
             let rows = page.changes.map {
                 ChangedDocument(sequence: ChangeSequence($0.sequence), id: $0.id, revisions: $0.revisions, deleted: $0.deleted)

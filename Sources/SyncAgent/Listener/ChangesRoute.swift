@@ -29,7 +29,7 @@ extension CouchResponder {
         case .longpoll:
             var probe = request.options
             probe.limit = 1
-            let waiting = try await Self.page(db, probe).changes.isEmpty
+            let waiting = try await db.changesPage(probe).changes.isEmpty
             if request.options.descending || !waiting {
                 return Self.streamingJSON { writer in try await Self.writeNormalFeed(db, request, to: &writer) }
             }
@@ -88,13 +88,6 @@ extension CouchResponder {
         })
     }
 
-    /// A page of changes, read on ``ScanThreads`` when a filter may pass over the whole database
-    /// for it; any other page (at most ``changesPageSize`` rows) here, with no hop to delay a longpoll.
-    static func page(_ db: Database, _ options: ChangesOptions) async throws -> ChangesPage {
-        guard options.mayScanEverything else { return try db.changes(options) }
-        return try await ScanThreads.run { try db.changes(options) }
-    }
-
     /// The whole feed in pages of ``changesPageSize``, so memory stays bounded however many changes there are.
     static func writeNormalFeed(_ db: Database, _ request: ChangesRequest, to writer: inout any ResponseBodyWriter) async throws {
         var output: [UInt8] = Array(#"{"results":["#.utf8)
@@ -104,7 +97,7 @@ extension CouchResponder {
         var last: (sequence: UInt64, pending: Int)
         while true {
             if !options.descending { options.limit = min(changesPageSize, remaining ?? changesPageSize) }
-            let page = try await Self.page(db, options)
+            let page = try await db.changesPage(options)
             for change in page.changes {
                 output += first ? [0x0A] : [UInt8(ascii: ","), 0x0A]
                 first = false
