@@ -25,15 +25,15 @@ func runPairingBenchmarks(arguments: [String]) async throws {
     for run in 0..<runs {
         let a = try await BenchNode.start(directory: folder + "/p\(run)a", tls: true, logger: logger)
         let b = try await BenchNode.start(directory: folder + "/p\(run)b", tls: true, logger: logger)
-        _ = try a.listener.catalog.openOrCreate("notes")
-        let (_, secret) = try a.listener.invitations.create(databases: ["notes"], lifetime: .seconds(600))
-        let url = InvitationURL(host: "127.0.0.1", port: a.port, databases: ["notes"], uuid: a.listener.identity.uuid,
-                                id: a.listener.identity.id, secret: secret)
-        let client = PairingClient(identity: b.listener.identity, name: "b", port: b.port, peers: b.listener.peers)
+        _ = try a.listener.node.catalog.openOrCreate("notes")
+        let (_, secret) = try a.listener.node.invitations.create(databases: ["notes"], lifetime: .seconds(600))
+        let url = InvitationURL(host: "127.0.0.1", port: a.port, databases: ["notes"], uuid: a.listener.node.identity.uuid,
+                                id: a.listener.node.identity.id, secret: secret)
+        let client = PairingClient(identity: b.listener.node.identity, name: "b", port: b.port, peers: b.listener.node.peers)
         let start = now()
         _ = try await client.join(url)
         times.append(now() - start)
-        guard try a.listener.peers.all().count == 1, try b.listener.peers.all().count == 1 else { throw BenchError("pairing not recorded") }
+        guard try a.listener.node.peers.all().count == 1, try b.listener.node.peers.all().count == 1 else { throw BenchError("pairing not recorded") }
         await a.stop()
         await b.stop()
     }
@@ -55,19 +55,19 @@ func runPairingBenchmarks(arguments: [String]) async throws {
     let users = UserStore(directory: folder + "/source", iterations: 1000)
     try users.setPassword("pw", for: "bench", roles: [UserStore.adminRole])
     let plain = try await BenchNode.start(directory: folder + "/source", tls: false, logger: logger)
-    let secure = try await BenchNode.start(directory: folder + "/source", tls: true, catalog: plain.listener.catalog, logger: logger)
+    let secure = try await BenchNode.start(directory: folder + "/source", tls: true, node: plain.listener.node, logger: logger)
     let puller = try await BenchNode.start(directory: folder + "/puller", tls: true, logger: logger)
-    try secure.listener.peers.add(PairedPeer(uuid: puller.listener.identity.uuid, id: puller.listener.identity.id, name: "puller",
+    try secure.listener.node.peers.add(PairedPeer(uuid: puller.listener.node.identity.uuid, id: puller.listener.node.identity.id, name: "puller",
                                              addresses: [], databases: ["notes"]))
     var rates: (plain: [Double], tls: [Double]) = ([], [])
     for round in 0..<4 {
         let overTLS = round % 2 == 1
         let remote = overTLS
             ? RemoteEndpoint(RemoteEndpoint.Configuration(
-                url: try RemoteURL("https://127.0.0.1:\(secure.port)/notes"), trust: .fingerprint(secure.listener.identity.fingerprint),
-                peerUUID: secure.listener.identity.uuid, clientIdentity: puller.listener.identity))
+                url: try RemoteURL("https://127.0.0.1:\(secure.port)/notes"), trust: .fingerprint(secure.listener.node.identity.fingerprint),
+                peerUUID: secure.listener.node.identity.uuid, clientIdentity: puller.listener.node.identity))
             : try RemoteEndpoint(url: "http://bench:pw@127.0.0.1:\(plain.port)/notes")
-        let target = try puller.listener.catalog.create("copy\(round)")
+        let target = try puller.listener.node.catalog.create("copy\(round)")
         let start = now()
         let status = await Replicator(ReplicationConfiguration(source: remote, target: LocalEndpoint(target)), logger: logger).run()
         let seconds = now() - start
@@ -91,21 +91,20 @@ private final class BenchNode: Sendable {
     let port: Int
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
-    private let ownsCatalog: Bool
+    private let ownsNode: Bool
 
-    private init(listener: Listener, port: Int, group: ServiceGroup, task: Task<Void, any Error>, ownsCatalog: Bool) {
+    private init(listener: Listener, port: Int, group: ServiceGroup, task: Task<Void, any Error>, ownsNode: Bool) {
         self.listener = listener
         self.port = port
         self.group = group
         self.task = task
-        self.ownsCatalog = ownsCatalog
+        self.ownsNode = ownsNode
     }
 
-    static func start(directory: String, tls: Bool, catalog: Catalog? = nil, logger: Logger) async throws -> BenchNode {
+    static func start(directory: String, tls: Bool, node: Node? = nil, logger: Logger) async throws -> BenchNode {
         var configuration = ListenerConfiguration()
         configuration.tls = tls
-        let listener = Listener(catalog: try catalog ?? Catalog(directory: directory), identity: try NodeIdentity.loadOrCreate(in: directory),
-                                users: UserStore(directory: directory), configuration: configuration, logger: logger)
+        let listener = Listener(node: try node ?? Node(directory: directory, logger: logger), configuration: configuration, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let service = try listener.service { url in
             continuation.yield(Int(url.split(separator: ":").last ?? "") ?? 0)
@@ -114,12 +113,12 @@ private final class BenchNode: Sendable {
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: service)], logger: logger))
         let task = Task { try await group.run() }
         guard let port = await ports.first(where: { _ in true }) else { throw BenchError("the listener did not start") }
-        return BenchNode(listener: listener, port: port, group: group, task: task, ownsCatalog: catalog == nil)
+        return BenchNode(listener: listener, port: port, group: group, task: task, ownsNode: node == nil)
     }
 
     func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await task.value
-        if ownsCatalog { listener.catalog.close() }
+        if ownsNode { listener.node.close() }
     }
 }

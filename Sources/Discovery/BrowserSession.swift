@@ -1,3 +1,4 @@
+import Locking
 import CAvahi
 import Logging
 

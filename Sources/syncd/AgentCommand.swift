@@ -75,37 +75,27 @@ private struct ListeningPrinter: Sendable {
     let dataDirectory: String
 
     func print(_ urls: [String]) async {
-        let listener = agent.node.listener
+        let node = agent.node
         var text = """
-            syncd agent \(SyncdVersion.current) on \(listener.name)
-            node ID \(listener.identity.id)
+            syncd agent \(SyncdVersion.current) on \(node.name)
+            node ID \(node.identity.id)
             data in \(dataDirectory), control socket \(agent.controlSocket)
 
             """
         text += urls.map { "listening on \($0)\n" }.joined()
-        let peers = (try? listener.peers.all()) ?? []
+        let peers = (try? node.peers.all()) ?? []
         let shared = agent.configuration.databases.map(\.name)
-        if peers.isEmpty, !shared.isEmpty, let host = Self.invitationHost(agent.configuration.listenHost),
-           let port = urls.first.flatMap({ $0.split(separator: ":").last }).flatMap({ Int($0) }) {
+        if peers.isEmpty, !shared.isEmpty {
             do {
-                let (_, secret) = try listener.invitations.create(databases: shared, lifetime: .seconds(600))
-                let url = InvitationURL(host: host, port: port, databases: shared, id: listener.identity.id, secret: secret)
-                let code = try QRCode(url.codeText)
-                text += "\nNo peers yet. To pair, scan this code on the other machine, or run there: syncd pair '\(url)'\n"
-                text += code.terminalText(style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain) + "\n"
-                text += url.description + "\n"
-                text += "This invitation shares \(shared.joined(separator: ", ")), works once, and expires in 10 minutes (syncd pair makes another).\n"
+                let url = try await node.invite(databases: shared, lifetime: .seconds(600)).url()
+                text += "\nNo peers yet: to pair, use this invitation (`syncd pair` makes more).\n"
+                text += try InvitationText.text(url, node: node.name, expiresIn: "10m", style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain)
             } catch {
-                text += "(no pairing invitation: \(error))\n"
+                text += "\nNo peers yet, and no pairing invitation: \(error)\n"
             }
         } else {
             text += "\(peers.count) paired peer\(peers.count == 1 ? "" : "s"); sharing \(shared.joined(separator: ", "))\n"
         }
         FileHandle.standardOutput.write(Data(text.utf8))
-    }
-
-    /// The address to put in an invitation: the listener's own, or the first LAN address when it listens on all.
-    static func invitationHost(_ listenHost: String) -> String? {
-        ["::", "[::]", "0.0.0.0"].contains(listenHost) ? LocalAddresses.lan().first : listenHost
     }
 }

@@ -22,31 +22,13 @@ struct InfoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let info: (uuid: String, documents: Int, deleted: Int, sequence: String, size: Int)
-        if DataDirectoryLock.isHeld(data.path) {
-            let agent = ControlClient(socketPath: control.path(data: data))
-            _ = try await agent.request(.PUT, "/" + database)  // 412 when it exists
-            let (status, body) = try await agent.request(.GET, "/" + database)
-            let json = try JSON(parsing: body.readableBytesView)
-            guard status == 200 else { throw ValidationError("the agent answered \(status): \(json["reason"]?.stringValue ?? "")") }
-            info = (json["uuid"]?.stringValue ?? "", json["doc_count"]?.intValue ?? 0, json["doc_del_count"]?.intValue ?? 0,
-                    json["update_seq"].map { $0.stringValue ?? $0.serialized() } ?? "", json["sizes"]?["file"]?.intValue ?? 0)
-        } else {
-            let lock = try DataDirectoryLock(directory: data.path)
-            let catalog = try Catalog(directory: data.path)
-            defer {
-                catalog.close()
-                _ = lock
-            }
-            let local = try catalog.openOrCreate(database).info()
-            info = (local.uuid, local.docCount, local.deletedDocCount, String(local.updateSequence), local.fileSize)
-        }
+        let info = try await withNode(data, control) { try await $0.control.openDatabase(database) }
         print("""
             data directory: \(data.path)
             database:       \(database)
             uuid:           \(info.uuid)
             documents:      \(info.documents) (\(info.deleted) deleted)
-            update_seq:     \(info.sequence)
+            update_seq:     \(info.updateSequence)
             size on disk:   \(info.size) bytes
             """)
     }

@@ -26,6 +26,7 @@ struct PairCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var data: DataOptions
+    @OptionGroup var control: ControlOptions
 
     @Argument(help: "An invitation URL printed by `syncd pair` on the other node.")
     var url: String?
@@ -45,10 +46,10 @@ struct PairCommand: AsyncParsableCommand {
     @Option(help: "The address to listen on while waiting, when no other syncd serves the data directory.")
     var host = "0.0.0.0"
 
-    @Option(help: "The listener's port (when inviting without a running listener; told to the other node when joining).")
-    var port = AgentConfiguration.defaultPort
+    @Option(help: "The listener's port (when inviting without a running agent; told to the other node when joining; default: \(AgentConfiguration.defaultPort)).")
+    var port: Int?
 
-    @Option(help: "The name this node gives itself (default: the host name).")
+    @Option(help: "The name this node gives itself, when no agent runs (the agent's is [node] name in its syncd.toml; default: the name last used, else the host name).")
     var name: String?
 
     @Flag(help: "Print the invitation as JSON, without the QR code.")
@@ -59,7 +60,7 @@ struct PairCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard Self.duration(expires) != nil else { throw ValidationError("--expires must be like 90s, 10m or 1h") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard (0...65535).contains(port ?? 0) else { throw ValidationError("--port must be between 0 and 65535") }
         for database in databases where !Catalog.isValidName(database) {
             throw ValidationError("invalid database name \(database)")
         }
@@ -67,62 +68,55 @@ struct PairCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if cancel {
-            let count = try InvitationStore(directory: data.path).cancel()
-            print("cancelled \(count) invitation\(count == 1 ? "" : "s")")
-            return
-        }
-        if let image {
-            try await join(try QRImage.decode(path: image))
-        } else if let url {
-            try await join(url)
-        } else {
-            try await invite()
+        try await withNode(data, control, name: name) { access in
+            if case .agent = access, name != nil {
+                throw NodeControlError.invalid("--name is for a node no agent runs; the agent's name is [node] name in its syncd.toml")
+            }
+            if cancel {
+                let count = try await access.control.cancelInvitations(handle: nil)
+                print("cancelled \(count) invitation\(count == 1 ? "" : "s")")
+            } else if let image {
+                try await join(try QRImage.decode(path: image), access.control)
+            } else if let url {
+                try await join(url, access.control)
+            } else if case .claimed(let node) = access {
+                try await serving(node) { try await invite(node) }
+            } else {
+                try await invite(access.control)
+            }
         }
     }
 
     // MARK: Joining
 
-    private func join(_ text: String) async throws {
-        let invitation = try InvitationURL(text)
-        let identity = try NodeIdentity.loadOrCreate(in: data.path)
-        let client = PairingClient(identity: identity, name: name ?? NodeName.of(directory: data.path),
-                                   port: ListenerRecord.current(in: data.path)?.port ?? port, peers: PeerStore(directory: data.path))
-        let peer = try await client.join(invitation)
+    private func join(_ url: String, _ node: any NodeControl) async throws {
+        let peer = try await node.join(url, port: port)
         print("paired with \(peer.name) (\(peer.id)), sharing \(peer.databases.joined(separator: ", "))")
     }
 
     // MARK: Inviting
 
-    private func invite() async throws {
-        let shared = databases.isEmpty ? ["syncd"] : databases
+    /// Runs `body` while `node` is served over HTTPS on --host and --port (and on the
+    /// control socket, so other commands reach it meanwhile).
+    private func serving(_ node: Node, _ body: () async throws -> Void) async throws {
         var logger = Logger(label: "syncd")
         logger.logLevel = .notice
-        if ListenerRecord.current(in: data.path) != nil || DataDirectoryLock.isHeld(data.path) {
-            guard let record = ListenerRecord.current(in: data.path), record.tls else {
-                throw ValidationError("the syncd serving \(data.path) does not serve HTTPS; pairing needs it (serve --tls)")
-            }
-            try await invite(shared, port: record.port, identity: try NodeIdentity.loadOrCreate(in: data.path))
-            return
-        }
         var configuration = ListenerConfiguration()
         configuration.host = host
-        configuration.port = port
+        configuration.port = port ?? AgentConfiguration.defaultPort
         configuration.tls = true
-        let node = try ServedNode(directory: data.path, configuration: configuration, name: name ?? NodeName.of(directory: data.path), logger: logger)
-        defer { node.close() }
-        for database in shared { _ = try node.listener.catalog.openOrCreate(database) }
-        let (bound, boundContinuation) = AsyncStream.makeStream(of: Int.self)
-        let server = try node.service { record in
-            boundContinuation.yield(record.port)
-            boundContinuation.finish()
-        }
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: server)], logger: logger))
+        let listener = Listener(node: node, configuration: configuration, logger: logger)
+        let (bound, boundContinuation) = AsyncStream.makeStream(of: Void.self)
+        let server = try listener.recordedService { _ in boundContinuation.finish() }
+        let socket = control.path(data: data)
+        let services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server), .init(service: try listener.controlService(path: socket))]
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
+        defer { unlink(socket) }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            guard let port = await bound.first(where: { _ in true }) else { throw ExitCode.failure }
+            for await _ in bound {}
             do {
-                try await invite(shared, port: port, identity: node.listener.identity)
+                try await body()
             } catch {
                 await group.triggerGracefulShutdown()
                 try? await tasks.waitForAll()
@@ -134,29 +128,20 @@ struct PairCommand: AsyncParsableCommand {
     }
 
     /// Makes the invitation, prints it, and waits for it to be used.
-    private func invite(_ shared: [String], port: Int, identity: NodeIdentity) async throws {
-        guard let host = address ?? LocalAddresses.lan().first else {
-            throw ValidationError("this machine has no LAN address to put in the URL; give one with --address")
-        }
-        let store = InvitationStore(directory: data.path)
-        let (invitation, secret) = try store.create(databases: shared, lifetime: Self.duration(expires)!)
-        let url = InvitationURL(host: host, port: port, databases: shared, id: identity.id, secret: secret)
+    private func invite(_ node: any NodeControl) async throws {
+        let shared = databases.isEmpty ? [InvitationURL.defaultDatabase] : databases
+        let ticket = try await node.invite(databases: shared, lifetime: Self.duration(expires)!)
+        let url = try ticket.url(host: address)
         if json {
             let object: JSON = [
-                "url": .string(url.description), "uuid": .string(identity.uuid), "id": .string(identity.id.description),
-                "databases": .array(shared.map { .string($0) }), "expires": .string(ISO8601DateFormatter().string(from: invitation.expires)),
-                "handle": .string(invitation.handle),
+                "url": .string(url.description), "uuid": .string(ticket.uuid), "id": .string(ticket.id.description),
+                "databases": .array(shared.map { .string($0) }), "expires": .string(ISO8601DateFormatter().string(from: ticket.expires)),
+                "handle": .string(ticket.handle),
             ]
             print(String(decoding: object.serializedBytes(), as: UTF8.self))
         } else {
-            let code = try QRCode(url.codeText)
-            print(code.terminalText(style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain))
-            print(url.description)
-            print("""
-                node \(name ?? NodeName.of(directory: data.path)), ID \(identity.id)
-                Scan the code on the other machine, or run there: syncd pair '\(url)'
-                This invitation shares \(shared.joined(separator: ", ")), works once, and expires in \(expires).
-                """)
+            print(try InvitationText.text(url, node: ticket.name, expiresIn: expires,
+                                          style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain), terminator: "")
         }
         fflush(nil)
         // Ctrl-C, SIGTERM or a closed terminal (SIGHUP) cancels the invitation before the command ends
@@ -164,23 +149,20 @@ struct PairCommand: AsyncParsableCommand {
         let interrupts = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
         let interrupted = Task {
             for await _ in interrupts {
-                _ = try? store.cancel(handle: invitation.handle)
+                _ = try? await node.cancelInvitations(handle: ticket.handle)
                 FileHandle.standardError.write(Data("invitation cancelled\n".utf8))
                 Foundation.exit(130)
             }
         }
         defer { interrupted.cancel() }
-        let outcome = await InvitationWatch.wait(for: invitation.handle, in: store)
-        switch outcome {
+        switch try await node.waitForInvitation(ticket.handle, atMost: nil) {
         case .spent(let uuid):
-            let peer = try PeerStore(directory: data.path).all().first { $0.uuid == uuid }
+            let peer = try await node.peers().first { $0.uuid == uuid }
             print("paired with \(peer?.name ?? uuid) (\(peer.map { $0.id.description } ?? uuid))")
         case .expired:
-            FileHandle.standardError.write(Data("error: the invitation expired; nobody joined\n".utf8))
-            throw ExitCode(1)
-        case .cancelled:
-            FileHandle.standardError.write(Data("error: the invitation was cancelled\n".utf8))
-            throw ExitCode(1)
+            throw NodeControlError.invalid("the invitation expired; nobody joined")
+        case .cancelled, .open:
+            throw NodeControlError.invalid("the invitation was cancelled")
         }
     }
 

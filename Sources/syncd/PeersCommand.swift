@@ -16,12 +16,13 @@ struct PeersCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the paired peers.")
 
         @OptionGroup var data: DataOptions
+        @OptionGroup var control: ControlOptions
 
         @Flag(help: "Print JSON.")
         var json = false
 
         func run() async throws {
-            let peers = try PeerStore(directory: data.path).all()
+            let peers = try await readNode(data, control, nothing: []) { try await $0.peers() }
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -54,19 +55,13 @@ struct PeersCommand: AsyncParsableCommand {
             abstract: "Revoke a pairing: the peer is refused from now on and its connections are closed.")
 
         @OptionGroup var data: DataOptions
+        @OptionGroup var control: ControlOptions
 
         @Argument(help: "The peer's ID (or its first characters), UUID or name.")
         var peer: String
 
         func run() async throws {
-            let store = PeerStore(directory: data.path)
-            let found = try store.find(peer)
-            guard found.count == 1, let target = found.first else {
-                let why = found.isEmpty ? "no paired peer matches \(peer)" : "\(peer) matches \(found.count) peers; give more of the ID"
-                FileHandle.standardError.write(Data("error: \(why)\n".utf8))
-                throw ExitCode(1)
-            }
-            try store.remove(id: target.id)
+            let target = try await withNode(data, control) { try await $0.control.removePeer(peer) }
             print("removed \(target.name) (\(target.id))")
         }
     }

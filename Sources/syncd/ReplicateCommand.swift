@@ -5,6 +5,7 @@ import Locking
 import Logging
 import Store
 import SyncAgent
+import UnixSignals
 
 /// Replicates one database to another: local databases by name, remote ones by URL.
 struct ReplicateCommand: AsyncParsableCommand {
@@ -81,6 +82,8 @@ struct ReplicateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = log.logger(label: "syncd.replicate", defaultLevel: .warning)
+        // Trapped from the start: a signal while the sides are still being opened stops it cleanly too.
+        let stops = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         var trust = EndpointResolver.RemoteTrust(fingerprint: fingerprint, peerUUID: peerUUID)
         if let peer {
             let found = try PeerStore(directory: data.path).find(peer)
@@ -115,7 +118,10 @@ struct ReplicateCommand: AsyncParsableCommand {
             }
             group.addTask { await replicator.run() }
             group.addTask {
-                if await Signals.first(of: .sigint, .sigterm) != nil { await replicator.stop() }
+                for await _ in stops {
+                    await replicator.stop()
+                    break
+                }
                 return nil
             }
             var final: ReplicationStatus?

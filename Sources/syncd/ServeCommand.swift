@@ -14,11 +14,13 @@ struct ServeCommand: AsyncParsableCommand {
             Prints "listening on URL" for each address clients can use once the socket is bound (port 0 \
             picks a free port), then runs until SIGTERM or SIGINT, finishing open requests before it exits. \
             Nothing is open to anonymous clients: paired peers authenticate by certificate (--tls), users \
-            by password (`syncd user add`). One process serves a data directory at a time.
+            by password (`syncd user add`). One process serves a data directory at a time; other commands (`syncd user`, `peers`, `pair`) \
+            reach it through its control socket.
             """
     )
 
     @OptionGroup var data: DataOptions
+    @OptionGroup var control: ControlOptions
 
     @Option(help: "Address to listen on (0.0.0.0 for every address).")
     var host = "127.0.0.1"
@@ -78,25 +80,28 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.requestHeadTimeout = .seconds(requestHeadTimeout)
         configuration.limits.idleTimeout = .seconds(idleTimeout)
         configuration.databaseIdleTime = .seconds(databaseIdleTime)
-        let node = try ServedNode(directory: data.path, configuration: configuration, logger: logger)
+        let node = try Node(directory: data.path, logger: logger)
         defer { node.close() }
-        if (try? node.listener.users.names())?.isEmpty ?? true, (try? node.listener.peers.all())?.isEmpty ?? true {
+        if (try? node.users.names())?.isEmpty ?? true, (try? node.peers.all())?.isEmpty ?? true {
             FileHandle.standardError.write(Data("""
                 warning: no users and no paired peers: clients can reach only databases opened to anonymous readers; \
                 add a user with `syncd user add NAME --admin` or pair with `syncd pair`
 
                 """.utf8))
         }
-        let identity = node.listener.identity
+        let identity = node.identity
         let tlsEnabled = tls
-        let server = try node.service { record in
+        let listener = Listener(node: node, configuration: configuration, logger: logger)
+        let socket = control.path(data: data)
+        defer { unlink(socket) }
+        let server = try listener.recordedService { record in
             var lines = record.urls.map { "listening on \($0)\n" }.joined()
             if tlsEnabled { lines += "node ID \(identity.id)\n" }
             FileHandle.standardOutput.write(Data(lines.utf8))
         }
         // SIGTERM lets requests finish for 5 s, then cancels them; at 10 s the process ends regardless.
         var services = ServiceGroupConfiguration(
-            services: [.init(service: server),
+            services: [.init(service: server), .init(service: try listener.controlService(path: socket)),
                        .init(service: ShutdownDeadline(limit: .seconds(10), logger: logger), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger

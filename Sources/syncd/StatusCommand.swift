@@ -62,7 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
     private func render(_ status: AgentStatus) throws -> (text: String, healthy: Bool) {
         var status = status
         if let peer {
-            status.peers = status.peers.filter { $0.name == peer || $0.uuid == peer || $0.id.replacingOccurrences(of: "-", with: "").hasPrefix(peer.uppercased().replacingOccurrences(of: "-", with: "")) }
+            status.peers = status.peers.filter { $0.isNamed(by: peer) }
             guard !status.peers.isEmpty else { throw UnknownPeer(name: peer) }
             let names = Set(status.peers.map(\.name))
             status.replications = status.replications.filter { names.contains($0.with) }

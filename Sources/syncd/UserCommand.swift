@@ -18,6 +18,7 @@ struct UserCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var data: DataOptions
+        @OptionGroup var control: ControlOptions
 
         @Argument(help: "The user name.")
         var name: String
@@ -47,9 +48,10 @@ struct UserCommand: AsyncParsableCommand {
                 .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
             guard !password.isEmpty else { throw ValidationError("the password is empty") }
             let given = roles + (admin ? [UserStore.adminRole] : [])
-            try UserStore(directory: data.path).setPassword(password, for: name, roles: admin || !roles.isEmpty ? given : nil)
-            let saved = UserStore(directory: data.path).user(name)?.roles ?? []
-            print("user \(name) saved\(saved.isEmpty ? "" : " (roles: \(saved.joined(separator: ", ")))")")
+            let saved = try await withNode(data, control) {
+                try await $0.control.setUser(name, password: password, roles: admin || !roles.isEmpty ? given : nil)
+            }
+            print("user \(name) saved\(saved.roles.isEmpty ? "" : " (roles: \(saved.roles.joined(separator: ", ")))")")
         }
     }
 
@@ -58,12 +60,13 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a user.")
 
         @OptionGroup var data: DataOptions
+        @OptionGroup var control: ControlOptions
 
         @Argument(help: "The user name.")
         var name: String
 
         func run() async throws {
-            guard try UserStore(directory: data.path).remove(name) else {
+            guard try await withNode(data, control, { try await $0.control.removeUser(name) }) else {
                 FileHandle.standardError.write(Data("no user \(name)\n".utf8))
                 throw ExitCode(1)
             }
@@ -76,12 +79,11 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the user names.")
 
         @OptionGroup var data: DataOptions
+        @OptionGroup var control: ControlOptions
 
         func run() async throws {
-            let users = UserStore(directory: data.path)
-            for name in try users.names() {
-                let roles = users.user(name)?.roles ?? []
-                print(roles.isEmpty ? name : "\(name) (\(roles.joined(separator: ", ")))")
+            for user in try await readNode(data, control, nothing: [], { try await $0.users() }) {
+                print(user.roles.isEmpty ? user.name : "\(user.name) (\(user.roles.joined(separator: ", ")))")
             }
         }
     }

@@ -24,8 +24,8 @@ final class AuthorizationMatrixTests: XCTestCase {
         let rev = try await a.catalog.database("shared").put(["_id": "doc", "v": 1]).result.get().description
 
         let plain = try PeerClient(to: a)
-        let asPeer = try PeerClient(to: a, as: b.listener.identity)
-        let asStranger = try PeerClient(to: a, as: stranger.listener.identity)
+        let asPeer = try PeerClient(to: a, as: b.listener.node.identity)
+        let asStranger = try PeerClient(to: a, as: stranger.listener.node.identity)
         func send(_ who: Who, _ method: HTTPMethod, _ path: String, _ body: JSON? = nil) async throws -> Int {
             var headers: [(String, String)] = []
             switch who {
@@ -105,8 +105,8 @@ final class AuthorizationMatrixTests: XCTestCase {
         let c = try await startListener { $0.tls = true }
         _ = try await b.join(try a.invite(["shared"]))
         _ = try await c.join(try a.invite(["shared"]))
-        let asB = try PeerClient(to: a, as: b.listener.identity)
-        let asC = try PeerClient(to: a, as: c.listener.identity)
+        let asB = try PeerClient(to: a, as: b.listener.node.identity)
+        let asC = try PeerClient(to: a, as: c.listener.node.identity)
         let put = try await HTTP.json(.PUT, a.anonymousURL + "/shared/_local/checkpoint", ["seq": 5], client: asB.client)
         let readByB = try await HTTP.json(.GET, a.anonymousURL + "/shared/_local/checkpoint", client: asB.client)
         let readByC = try await HTTP.json(.GET, a.anonymousURL + "/shared/_local/checkpoint", client: asC.client)

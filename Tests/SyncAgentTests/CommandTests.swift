@@ -94,7 +94,7 @@ import Testing
             #expect(wrong.errors.contains("wrong_peer"), "\(wrong.errors)")
             #expect(wrong.errors.contains("not the peer UUID 0123456789abcdef0123456789abcdef"), "\(wrong.errors)")
 
-            let right = try SyncdRun(["replicate", server.url + "/db", "copy", "--peer-uuid", server.listener.identity.uuid,
+            let right = try SyncdRun(["replicate", server.url + "/db", "copy", "--peer-uuid", server.listener.node.identity.uuid,
                                       "--data", directory.path + "/data"], in: directory.path)
             #expect(await right.finish() == 0, "\(right.errors)")
         } catch {

@@ -64,7 +64,7 @@ import Testing
             try await source.putDocuments(count: 3, prefix: "s")
             let pair = try LocalPair()
             defer { pair.close() }
-            let certificate = try NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der)
+            let certificate = try NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der)
 
             let pinned = try RemoteEndpoint(url: server.url + "/secure", trust: .certificate(certificate))
             let byCertificate = await Replicator(ReplicationConfiguration(source: pinned, target: LocalEndpoint(pair.a))).run()
@@ -72,7 +72,7 @@ import Testing
             #expect(byCertificate.lastError == nil)
             #expect(byCertificate.docsWritten == 3)
 
-            let fingerprinted = try RemoteEndpoint(url: server.url + "/secure", trust: .fingerprint(server.listener.identity.fingerprint.uppercased()))
+            let fingerprinted = try RemoteEndpoint(url: server.url + "/secure", trust: .fingerprint(server.listener.node.identity.fingerprint.uppercased()))
             let byFingerprint = await Replicator(ReplicationConfiguration(source: fingerprinted, target: LocalEndpoint(pair.b))).run()
             await fingerprinted.shutdown()
             #expect(byFingerprint.lastError == nil)
@@ -81,14 +81,14 @@ import Testing
             let impostor = try RemoteEndpoint(url: server.url + "/secure", trust: .fingerprint(String(repeating: "ab", count: 32)))
             let mismatch = await #expect(throws: EndpointError.self) { try await impostor.identity() }
             expect(mismatch, 495, "certificate_mismatch",
-                   reasonContaining: "does not have the pinned fingerprint: its node ID is \(server.listener.identity.id)")
+                   reasonContaining: "does not have the pinned fingerprint: its node ID is \(server.listener.node.identity.id)")
             #expect(mismatch?.isTransient == false)
             await impostor.shutdown()
 
             // With no pin, the system's roots do not trust a node's own certificate.
             let untrusted = try RemoteEndpoint(url: server.url + "/secure")
             expect(await #expect(throws: EndpointError.self) { try await untrusted.identity() }, 495, "certificate_untrusted",
-                   reasonContaining: "the server's certificate is not trusted (its node ID is \(server.listener.identity.id))")
+                   reasonContaining: "the server's certificate is not trusted (its node ID is \(server.listener.node.identity.id))")
             await untrusted.shutdown()
         } catch {
             await server.stop()

@@ -24,7 +24,7 @@ final class InvitationPageTests: XCTestCase {
         XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
         XCTAssertTrue(page.header("Content-Security-Policy")?.hasPrefix("default-src 'none';") == true)
         XCTAssertEqual(page.header("Cache-Control"), "no-store")
-        XCTAssertTrue(page.text.contains(server.listener.identity.id.description), page.text)
+        XCTAssertTrue(page.text.contains(server.listener.node.identity.id.description), page.text)
         XCTAssertFalse(page.text.contains(invitation.secret.uppercased()) || page.text.contains(invitation.secret))
         XCTAssertFalse(page.text.contains("src=") || page.text.contains("href="), "the page loads nothing")
 

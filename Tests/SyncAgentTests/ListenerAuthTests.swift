@@ -9,7 +9,7 @@ import XCTest
 final class ListenerAuthTests: XCTestCase {
     func testBasicAuthentication() async throws {
         let started = try await startListener(users: ["alice": "s3cret pass"])
-        try started.listener.users.setPassword("s3cret pass", for: "alice", roles: [UserStore.adminRole])
+        try started.listener.node.users.setPassword("s3cret pass", for: "alice", roles: [UserStore.adminRole])
         let anonymous = try await HTTP.request(.GET, started.anonymousURL + "/_all_dbs")
         XCTAssertEqual(anonymous.status, 401)
         XCTAssertEqual(anonymous.json["error"], "unauthorized")
@@ -46,7 +46,7 @@ final class ListenerAuthTests: XCTestCase {
 
     func testSessionCookie() async throws {
         let started = try await startListener(users: ["bob": "hunter2"])
-        try started.listener.users.setPassword("hunter2", for: "bob", roles: [UserStore.adminRole])
+        try started.listener.node.users.setPassword("hunter2", for: "bob", roles: [UserStore.adminRole])
         let server = (url: started.anonymousURL, listener: started.listener)
         let refused = try await HTTP.request(.POST, server.url + "/_session", json: ["name": "bob", "password": "nope"])
         XCTAssertEqual(refused.status, 401)
@@ -79,7 +79,7 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertTrue(logout.header("Set-Cookie")?.hasPrefix("AuthSession=;") ?? false)
 
         // A new password ends sessions made with the old one.
-        try server.listener.users.setPassword("changed", for: "bob")
+        try server.listener.node.users.setPassword("changed", for: "bob")
         try await Task.sleep(for: .milliseconds(10))
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [("Cookie", cookie)]).status, 401)
     }

@@ -12,7 +12,7 @@ final class ListenerServerTests: XCTestCase {
         XCTAssertEqual(welcome["couchdb"], "Welcome")
         XCTAssertEqual(welcome["version"], "3.5.0")
         XCTAssertEqual(welcome["vendor"]?["name"], "syncd")
-        XCTAssertEqual(welcome["uuid"]?.stringValue, server.listener.identity.uuid)
+        XCTAssertEqual(welcome["uuid"]?.stringValue, server.listener.node.identity.uuid)
         XCTAssertEqual(welcome["uuid"]?.stringValue?.count, 32)
         let up = try await HTTP.json(.GET, server.url + "/_up")
         XCTAssertEqual(up.status, 200)

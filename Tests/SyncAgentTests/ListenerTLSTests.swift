@@ -26,13 +26,13 @@ final class ListenerTLSTests: XCTestCase {
         let server = try await startListener { $0.tls = true }
         XCTAssertTrue(server.anonymousURL.hasPrefix("https://127.0.0.1:"))
         var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der))
+        configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der))
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             let welcome = try await HTTP.json(.GET, server.url + "/", client: client)
             XCTAssertEqual(welcome.status, 200)
-            XCTAssertEqual(welcome.json["uuid"]?.stringValue, server.listener.identity.uuid)
+            XCTAssertEqual(welcome.json["uuid"]?.stringValue, server.listener.node.identity.uuid)
             try await assertEqual(try await HTTP.json(.PUT, server.url + "/secure", client: client).status, 201)
         } catch {
             try await client.shutdown()
@@ -67,7 +67,7 @@ final class ListenerTLSTests: XCTestCase {
     /// TLS 1.0 and 1.1 are refused by the server (a protocol_version alert); 1.2 and 1.3 are served.
     func testOnlyTLS12AndLaterAreAccepted() async throws {
         let server = try await startListener { $0.tls = true }
-        let certificate = try NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der)
+        let certificate = try NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der)
         for (version, accepted) in [(TLSVersion.tlsv1, false), (.tlsv11, false), (.tlsv12, true), (.tlsv13, true)] {
             // The client offers this version and no other.
             var tls = try TLSSettings.client(trusting: certificate)

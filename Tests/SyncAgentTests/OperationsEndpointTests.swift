@@ -20,7 +20,7 @@ final class OperationsEndpointTests: XCTestCase {
         var configuration = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
         configuration.continuous = true
         let replicator = Replicator(configuration)
-        let id = server.listener.activeTasks.register(replicator)
+        let id = server.listener.node.activeTasks.register(replicator)
         replicator.start()
         for await status in replicator.statusUpdates() where status.activity == .idle && status.docsWritten == 25 { break }
 
@@ -92,7 +92,7 @@ final class OperationsEndpointTests: XCTestCase {
         var configuration = ReplicationConfiguration(source: LocalEndpoint(local), target: remote)
         configuration.continuous = true
         let replicator = Replicator(configuration)
-        server.listener.activeTasks.register(replicator)
+        server.listener.node.activeTasks.register(replicator)
         replicator.start()
         for await status in replicator.statusUpdates() where status.activity == .offline { break }
         for path in ["/_active_tasks", "/_scheduler/jobs", "/_scheduler/docs"] {
@@ -111,7 +111,7 @@ final class OperationsEndpointTests: XCTestCase {
     func testPrometheusMetrics() async throws {
         let server = try await startListener()
         // A scraper's user with CouchDB's role `_metrics` reads the metrics and nothing else.
-        try server.listener.users.setPassword("scrape-pw", for: "scraper", roles: ["_metrics"])
+        try server.listener.node.users.setPassword("scrape-pw", for: "scraper", roles: ["_metrics"])
         let scraper = server.url.replacingOccurrences(of: "admin:admin-password", with: "scraper:scrape-pw")
         try await assertEqual(try await HTTP.request(.GET, scraper + "/_node/_local/_prometheus").status, 200)
         try await assertEqual(try await HTTP.json(.GET, scraper + "/_active_tasks").status, 403)
@@ -121,11 +121,11 @@ final class OperationsEndpointTests: XCTestCase {
         let source = try server.catalog.database("metrics-db")
         let target = try server.catalog.create("metrics-copy")
         let replicator = Replicator(ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target)))
-        server.listener.activeTasks.register(replicator)
+        server.listener.node.activeTasks.register(replicator)
         let final = await replicator.run()
         XCTAssertEqual(final.docsWritten, 1)
         SyncdMetrics.peersOnline(2)
-        // A store opened as ServedNode opens it times its commits.
+        // A store opened by a Node times its commits.
         var options = Database.Options()
         options.commitObserver = SyncdMetrics.storeCommitObserver
         let directory = try TemporaryDirectory(prefix: "syncd-commits")

@@ -44,7 +44,7 @@ final class PairCommandTests: XCTestCase {
         reused.port = secondPort
         let again = try SyncdCommand.run(["pair", try XCTUnwrap(reused.string), "--data", c])
         XCTAssertEqual(again.status, 1)
-        XCTAssertEqual(again.error, "Error: pairing refused: the invitation was already used\n")
+        XCTAssertEqual(again.error, "error: pairing refused: the invitation was already used\n")
         // A code small enough for a phone to focus on at a normal font size: QR version 6 or below.
         let modules = (second.code.map(\.count).max() ?? 0) - 8  // less the quiet zone, 4 each side
         print("the invitation's QR code: \(modules) modules, \(second.code.count) terminal lines, for \(second.url.count) characters")

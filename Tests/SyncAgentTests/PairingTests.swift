@@ -12,17 +12,17 @@ final class PairingTests: XCTestCase {
         let invitation = try a.invite(["notes"])
         let peer = try await b.join(invitation, name: "laptop")
 
-        XCTAssertEqual(peer.uuid, a.listener.identity.uuid)
-        XCTAssertEqual(peer.id, a.listener.identity.id)
+        XCTAssertEqual(peer.uuid, a.listener.node.identity.uuid)
+        XCTAssertEqual(peer.id, a.listener.node.identity.id)
         XCTAssertEqual(peer.databases, ["notes"])
         XCTAssertEqual(peer.addresses, ["127.0.0.1:\(a.port)"])
-        let recordedOnA = try a.listener.peers.all()
+        let recordedOnA = try a.listener.node.peers.all()
         XCTAssertEqual(recordedOnA.count, 1)
-        XCTAssertEqual(recordedOnA.first?.uuid, b.listener.identity.uuid)
-        XCTAssertEqual(recordedOnA.first?.id, b.listener.identity.id)
+        XCTAssertEqual(recordedOnA.first?.uuid, b.listener.node.identity.uuid)
+        XCTAssertEqual(recordedOnA.first?.id, b.listener.node.identity.id)
         XCTAssertEqual(recordedOnA.first?.name, "laptop")
         XCTAssertEqual(recordedOnA.first?.addresses, ["127.0.0.1:\(b.port)"])
-        XCTAssertEqual(try b.listener.peers.all().map(\.uuid), [a.listener.identity.uuid])
+        XCTAssertEqual(try b.listener.node.peers.all().map(\.uuid), [a.listener.node.identity.uuid])
 
         // Pull A → B and push B → A, with certificates and no password.
         let notesA = try a.catalog.database("notes")
@@ -71,11 +71,11 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(expiredRefusal, .invitationRefused("the invitation expired"))
 
         let cancelled = try a.invite()
-        XCTAssertEqual(try a.listener.invitations.cancel(), 2, "the one whose secret was mistyped, and this one")
+        XCTAssertEqual(try a.listener.node.invitations.cancel(), 2, "the one whose secret was mistyped, and this one")
         let cancelledRefusal = await refusal(cancelled)
         XCTAssertEqual(cancelledRefusal, .invitationRefused("the invitation was cancelled"))
-        XCTAssertEqual(try a.listener.peers.all(), [])
-        XCTAssertEqual(try b.listener.peers.all(), [])
+        XCTAssertEqual(try a.listener.node.peers.all(), [])
+        XCTAssertEqual(try b.listener.node.peers.all(), [])
 
         // Guessing is slowed down: 5 failures per address (3 so far), then 429 without a check.
         var guess = try a.invite()
@@ -90,7 +90,7 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(reason, "Too many failed pairing attempts from this address; retry later.")
         let goodButLimited = await refusal(good)
         guard case .rateLimited? = goodButLimited else { return XCTFail("the limit holds for every secret") }
-        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 1, "a limited attempt spends nothing")
+        XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen() }.count, 1, "a limited attempt spends nothing")
     }
 
     func testAURLWithAnotherNodesIDOrUUIDIsRefusedBeforeTheSecretIsSent() async throws {
@@ -98,16 +98,16 @@ final class PairingTests: XCTestCase {
         let b = try await startListener { $0.tls = true }
         let impostor = try await startListener { $0.tls = true }
         var invitation = try a.invite()
-        invitation.id = impostor.listener.identity.id
+        invitation.id = impostor.listener.node.identity.id
         do {
             _ = try await b.join(invitation)
             XCTFail("a server without the URL's ID must be refused")
         } catch {
             guard case .wrongNode(let why) = error else { return XCTFail("\(error)") }
-            XCTAssertEqual(why, "the server at 127.0.0.1:\(a.port) is not node \(impostor.listener.identity.id.short): its certificate has another ID")
+            XCTAssertEqual(why, "the server at 127.0.0.1:\(a.port) is not node \(impostor.listener.node.identity.id.short): its certificate has another ID")
         }
         var otherUUID = try a.invite()
-        otherUUID.uuid = impostor.listener.identity.uuid
+        otherUUID.uuid = impostor.listener.node.identity.uuid
         do {
             _ = try await b.join(otherUUID)
             XCTFail("a certificate naming another UUID must be refused")
@@ -115,9 +115,9 @@ final class PairingTests: XCTestCase {
             XCTAssertEqual(error, .wrongNode("the server's certificate does not name the node UUID the URL carries"))
         }
         // Nothing reached A: both invitations are still open and no attempt was counted.
-        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 2)
+        XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen() }.count, 2)
         XCTAssertNil(a.listener.pairingAttempts.wait(for: "127.0.0.1"))
-        XCTAssertEqual(try a.listener.peers.all(), [])
+        XCTAssertEqual(try a.listener.node.peers.all(), [])
     }
 
     func testUnpairedAndRevokedNodesAreRefusedAndRevocationClosesTheirConnections() async throws {
@@ -126,21 +126,21 @@ final class PairingTests: XCTestCase {
         let stranger = try await startListener { $0.tls = true }
         _ = try await b.join(try a.invite(["notes"]))
 
-        let asStranger = try PeerClient(to: a, as: stranger.listener.identity)
+        let asStranger = try PeerClient(to: a, as: stranger.listener.node.identity)
         let refused = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asStranger.client)
         await asStranger.shutdown()
         XCTAssertEqual(refused.status, 403)
         XCTAssertEqual(refused.json["error"], "forbidden")
-        XCTAssertEqual(refused.json["reason"]?.stringValue, "Node \(stranger.listener.identity.id.short) is not paired with this node.")
+        XCTAssertEqual(refused.json["reason"]?.stringValue, "Node \(stranger.listener.node.identity.id.short) is not paired with this node.")
 
-        let asB = try PeerClient(to: a, as: b.listener.identity)
+        let asB = try PeerClient(to: a, as: b.listener.node.identity)
         try await assertEqual(try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asB.client).status, 200)
         // A continuous feed held open by B ends when B is revoked.
         var request = HTTPClientRequest(url: a.anonymousURL + "/notes/_changes?feed=continuous&heartbeat=500")
         request.method = .GET
         let feed = try await asB.client.execute(request, timeout: .seconds(60))
         XCTAssertEqual(feed.status.code, 200)
-        XCTAssertTrue(try a.listener.peers.remove(id: b.listener.identity.id))
+        XCTAssertTrue(try a.listener.node.peers.remove(id: b.listener.node.identity.id))
         let started = ContinuousClock.now
         do {
             for try await _ in feed.body {}
@@ -149,7 +149,7 @@ final class PairingTests: XCTestCase {
         let revoked = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asB.client)
         await asB.shutdown()
         XCTAssertEqual(revoked.status, 403)
-        XCTAssertEqual(revoked.json["reason"]?.stringValue, "Node \(b.listener.identity.id.short) is not paired with this node.")
+        XCTAssertEqual(revoked.json["reason"]?.stringValue, "Node \(b.listener.node.identity.id.short) is not paired with this node.")
     }
 
     /// A certificate names whatever UUID its maker chose: a node claiming the
@@ -160,19 +160,19 @@ final class PairingTests: XCTestCase {
         _ = try await b.join(try a.invite(["private"]))
         let impostorDirectory = try TemporaryDirectory()
         defer { impostorDirectory.remove() }
-        try (b.listener.identity.uuid + "\n").write(toFile: impostorDirectory.path + "/node-uuid", atomically: true, encoding: .utf8)
+        try (b.listener.node.identity.uuid + "\n").write(toFile: impostorDirectory.path + "/node-uuid", atomically: true, encoding: .utf8)
         let impostor = try await startListener(directory: impostorDirectory.path) { $0.tls = true }
-        XCTAssertEqual(impostor.listener.identity.uuid, b.listener.identity.uuid)
-        XCTAssertNotEqual(impostor.listener.identity.id, b.listener.identity.id)
+        XCTAssertEqual(impostor.listener.node.identity.uuid, b.listener.node.identity.uuid)
+        XCTAssertNotEqual(impostor.listener.node.identity.id, b.listener.node.identity.id)
         let invitation = try a.invite(["public"])
         do {
             _ = try await impostor.join(invitation)
             XCTFail("a paired UUID must not be claimed by another certificate")
         } catch {
-            XCTAssertEqual(error, .invitationRefused("node UUID \(b.listener.identity.uuid) is already paired with another ID"))
+            XCTAssertEqual(error, .invitationRefused("node UUID \(b.listener.node.identity.uuid) is already paired with another ID"))
         }
-        let peers = try a.listener.peers.all()
-        XCTAssertEqual(peers.map(\.id), [b.listener.identity.id])
+        let peers = try a.listener.node.peers.all()
+        XCTAssertEqual(peers.map(\.id), [b.listener.node.identity.id])
         XCTAssertEqual(peers.first?.databases, ["private"])
     }
 
@@ -191,13 +191,13 @@ final class PairingTests: XCTestCase {
         } catch {
             XCTAssertTrue(error.description.hasPrefix("the inviting node answered 500"), error.description)
         }
-        XCTAssertEqual(try b.listener.peers.all().count, 0)
-        XCTAssertEqual(try a.listener.invitations.all().filter { $0.isOpen() }.count, 1)
+        XCTAssertEqual(try b.listener.node.peers.all().count, 0)
+        XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen() }.count, 1)
 
         try FileManager.default.removeItem(atPath: peersFile)
         let peer = try await b.join(invitation)
-        XCTAssertEqual(peer.uuid, a.listener.identity.uuid)
-        XCTAssertEqual(try a.listener.peers.all().map(\.uuid), [b.listener.identity.uuid])
+        XCTAssertEqual(peer.uuid, a.listener.node.identity.uuid)
+        XCTAssertEqual(try a.listener.node.peers.all().map(\.uuid), [b.listener.node.identity.uuid])
     }
 
     func testNodeIDsAndInvitationURLsRoundTrip() throws {

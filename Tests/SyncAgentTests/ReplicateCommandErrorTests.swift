@@ -75,7 +75,7 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-untrusted")
         defer { directory.remove() }
         let server = try await TestListener.start { $0.tls = true }
-        let id = server.listener.identity.id.description
+        let id = server.listener.node.identity.id.description
         let url = server.anonymousURL + "/db"
         let started = ContinuousClock.now
         let run = try ReplicateProcess(["replicate", url, "copy", "--data", directory.path], captureErrors: true)

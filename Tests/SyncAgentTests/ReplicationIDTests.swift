@@ -50,7 +50,7 @@ import Testing
             let byIP = try RemoteEndpoint(url: a.url + "/addr")
             let byName = try RemoteEndpoint(url: a.url.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/addr")
             let withCredentials = try RemoteEndpoint(url: a.anonymousURL.replacingOccurrences(of: "http://", with: "http://someone:pw@") + "/addr")
-            let peerUUID = a.listener.identity.uuid.uppercased()
+            let peerUUID = a.listener.node.identity.uuid.uppercased()
             let given = try RemoteEndpoint(url: a.url + "/addr", peerUUID: peerUUID)
             let identities = [try await byIP.identity(), try await byName.identity(), try await withCredentials.identity()]
             #expect(Set(identities).count == 1)
@@ -72,7 +72,7 @@ import Testing
             let error = await #expect(throws: EndpointError.self) { try await wrong.identity() }
             #expect(error?.error == "wrong_peer")
             #expect(error?.isTransient == false)
-            #expect(error?.reason.contains(a.listener.identity.uuid) == true)
+            #expect(error?.reason.contains(a.listener.node.identity.uuid) == true)
             await wrong.shutdown()
         } catch {
             await a.stop()

@@ -75,3 +75,19 @@ struct StatusTextTests {
         #expect(lines.contains("  notes -> couch.example.org:6984/notes-archive idle read 1 written 1"), "\(lines)")
     }
 }
+
+/// `syncd status PEER` names a peer by the rule `syncd peers remove` uses.
+struct StatusPeerNamingTests {
+    @Test func aPeerIsNamedByItsNameUUIDIDOrAnIDPrefixOfFourOrMore() throws {
+        let id = NodeID(certificateDER: [1, 2, 3])
+        let peer = AgentStatus.Peer(name: "kitchen", id: id.description, uuid: String(repeating: "a", count: 32), pairedAt: Date(),
+                                    state: "online", address: nil, reason: nil, lastSeen: nil, databases: [])
+        let prefix = String(id.compact.prefix(4))
+        for text in ["kitchen", String(repeating: "a", count: 32), id.description, id.compact, prefix, prefix.lowercased()] {
+            #expect(peer.isNamed(by: text), "\(text)")
+        }
+        for text in ["", String(prefix.prefix(2)), "kitch", "office", id.compact + "A"] {
+            #expect(!peer.isNamed(by: text), "\(text)")
+        }
+    }
+}

@@ -18,13 +18,15 @@ import Store
 ///
 /// `reload()` (SIGHUP) rereads the configuration: replications whose settings
 /// did not change keep running.
-public final class Agent: Service, Sendable {
-    /// The node served: the directory lock, databases and listener.
-    public let node: ServedNode
+public final class Agent: Service, AgentStatusSource, Sendable {
+    /// The node run: the directory lock, databases, identity, users and peers.
+    public let node: Node
     /// Where the control socket is.
     public let controlSocket: String
     /// Where the configuration is read from.
     public let configurationPath: String
+    /// How the listener serves (its address and limits are read once, at start).
+    private let listenerConfiguration: ListenerConfiguration
     private let addresses = AddressBook()
     private let logger: Logger
     private let started = Date()
@@ -52,18 +54,13 @@ public final class Agent: Service, Sendable {
         listener.port = configuration.listenPort
         listener.limits = configuration.listenerLimits
         listener.tls = true
-        let name = configuration.name ?? NodeName.current
-        node = try ServedNode(directory: directory, configuration: listener, name: name, logger: logger)
-        // For the commands run beside the agent, which do not read its configuration.
-        do { try NodeName.record(name, in: directory) } catch {
-            logger.warning("cannot record the node's name in the data directory", metadata: ["error": "\(error)"])
-        }
+        listenerConfiguration = listener
+        node = try Node(directory: directory, name: configuration.name ?? NodeName.current, logger: logger)
         self.configurationPath = configurationPath
         self.controlSocket = controlSocket
         self.logger = logger
         state = Locked(State(configuration: configuration))
         apply(configuration)
-        node.listener.agentStatus.withLock { $0 = { [weak self] in self?.status() } }
     }
 
     /// The configuration in force.
@@ -78,34 +75,30 @@ public final class Agent: Service, Sendable {
 
     /// ``run()``, telling `onListening` the listener's URLs once bound.
     public func run(onListening: @escaping @Sendable ([String]) async -> Void) async throws {
-        let listener = try node.service { [self] record in
+        let listener = Listener(node: node, configuration: listenerConfiguration, agent: self, logger: logger)
+        let served = try listener.recordedService { [self] record in
             state.withLock { $0.listener = record }
             let shared = configuration.databases.map(\.name).joined(separator: ", ")
             logger.notice("agent started: listening on \(record.urls.joined(separator: " ")), sharing \(shared)")
             startDiscovery(port: record.port)
             await onListening(record.urls)
         }
-        let control = try node.listener.controlService(path: controlSocket)
+        let control = try listener.controlService(path: controlSocket)
         defer { unlink(controlSocket) }
+        // Subscribed before the first reconciliation, so no pairing made after it is missed.
+        let pairings = node.peers.changes()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await listener.run() }
+            group.addTask { try await served.run() }
             group.addTask { try await control.run() }
             group.addTask { [self] in
-                // Peers paired or removed by this process or by other commands beside it.
                 await cancelWhenGracefulShutdown {
-                    var own = LocalAddresses.lan()
-                    while !Task.isCancelled {
-                        self.reconcilePeers()
-                        let links = self.state.withLock { $0.links.values.map(\.link) }
-                        SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
-                        try? await Task.sleep(for: ReplicatorTuning.peerWatchInterval)
-                        // This node moved: connections from its old address are dead without knowing it.
-                        let now = LocalAddresses.lan()
-                        if now != own {
-                            own = now
-                            self.logger.notice("this node's addresses changed to \(now.joined(separator: ", ")); reconnecting to peers")
-                            for link in self.state.withLock({ $0.links.values.map(\.link) }) { await link.reconnect() }
+                    await withTaskGroup(of: Void.self) { watches in
+                        // Peers paired, revoked or seen at a new address, through the listener or the control socket.
+                        watches.addTask {
+                            self.reconcilePeers()
+                            for await _ in pairings { self.reconcilePeers() }
                         }
+                        watches.addTask { await self.watchOwnAddresses() }
                     }
                 }
                 await stopReplications()
@@ -117,6 +110,24 @@ public final class Agent: Service, Sendable {
             } catch {
                 group.cancelAll()
                 throw error
+            }
+        }
+    }
+
+    /// Until cancelled: counts the peers online for the metrics and, when this node's
+    /// addresses change, reconnects to every peer (connections from an old address are
+    /// dead without knowing it).
+    private func watchOwnAddresses() async {
+        var own = LocalAddresses.lan()
+        while !Task.isCancelled {
+            let links = state.withLock { $0.links.values.map(\.link) }
+            SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
+            try? await Task.sleep(for: ReplicatorTuning.ownAddressWatchInterval)
+            let now = LocalAddresses.lan()
+            if now != own {
+                own = now
+                logger.notice("this node's addresses changed to \(now.joined(separator: ", ")); reconnecting to peers")
+                for link in state.withLock({ $0.links.values.map(\.link) }) { await link.reconnect() }
             }
         }
     }
@@ -147,8 +158,8 @@ public final class Agent: Service, Sendable {
     public func status() -> AgentStatus {
         let snapshot = state.withLock { ($0.configuration, $0.listener?.urls ?? [], $0.discovery, $0.links.mapValues(\.link), $0.remotes) }
         let (configuration, urls, discovery, links, remotes) = snapshot
-        let identity = node.listener.identity
-        let paired = (try? node.listener.peers.all()) ?? []
+        let identity = node.identity
+        let paired = (try? node.peers.all()) ?? []
         var peers: [AgentStatus.Peer] = []
         var replications: [AgentStatus.Replication] = []
         for peer in paired {
@@ -157,7 +168,7 @@ public final class Agent: Service, Sendable {
             peers.append(AgentStatus.Peer(
                 name: peer.name, id: peer.id.description, uuid: peer.uuid, pairedAt: peer.pairedAt,
                 state: connection?.state.rawValue ?? "offline", address: connection?.address,
-                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.listener.sharing.databases(for: peer)))
+                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.sharing.databases(for: peer)))
             for (database, status) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
                 replications.append(Self.report(status, database: database, with: peer.name, direction: "pull"))
             }
@@ -166,7 +177,7 @@ public final class Agent: Service, Sendable {
             replications.append(Self.report(link.pull.status, database: remote.database, with: remote.url, direction: "pull"))
             replications.append(Self.report(link.push.status, database: remote.database, with: remote.url, direction: "push"))
         }
-        let catalog = node.listener.catalog
+        let catalog = node.catalog
         let free = Self.freeBytes(catalog.directory)
         let databases = catalog.names().compactMap { name -> AgentStatus.Database? in
             guard let info = try? catalog.database(name).info() else { return nil }
@@ -175,7 +186,7 @@ public final class Agent: Service, Sendable {
                                         diskFree: free)
         }
         return AgentStatus(
-            node: .init(name: node.listener.name, uuid: identity.uuid, id: identity.id.description, urls: urls,
+            node: .init(name: node.name, uuid: identity.uuid, id: identity.id.description, urls: urls,
                         version: SyncdVersion.current, started: started, dataDirectory: catalog.directory),
             discovery: configuration.discovery ? discovery : .init(state: "disabled", reason: nil),
             peers: peers, replications: replications, databases: databases)
@@ -185,9 +196,9 @@ public final class Agent: Service, Sendable {
 
     /// Shares the configured databases, records static addresses, and starts or stops remotes.
     private func apply(_ configuration: AgentConfiguration) {
-        node.listener.sharing.share(configuration.databases)
-        for database in configuration.databases { _ = try? node.listener.catalog.openOrCreate(database.name) }
-        let paired = (try? node.listener.peers.all()) ?? []
+        node.sharing.share(configuration.databases)
+        for database in configuration.databases { _ = try? node.catalog.openOrCreate(database.name) }
+        let paired = (try? node.peers.all()) ?? []
         for peer in paired {
             let configured = configuration.peers.filter { PeerStore.matches(peer, $0.peer) }.flatMap(\.addresses)
             addresses.configure(uuid: peer.uuid, configured)
@@ -210,11 +221,11 @@ public final class Agent: Service, Sendable {
         for link in stale { Task { await link.stop() } }
         for remote in missing {
             do {
-                let link = try RemoteLink(remote, database: try node.listener.catalog.openOrCreate(remote.database),
+                let link = try RemoteLink(remote, database: try node.catalog.openOrCreate(remote.database),
                                           filters: configuration.database(remote.database), logger: logger)
                 state.withLock { $0.remotes[remote] = link }
-                node.listener.activeTasks.register(link.pull, database: remote.database)
-                node.listener.activeTasks.register(link.push, database: remote.database)
+                node.activeTasks.register(link.pull, database: remote.database)
+                node.activeTasks.register(link.push, database: remote.database)
                 link.start()
             } catch {
                 logger.error("cannot replicate with \(remote.url): \(error)")
@@ -227,11 +238,11 @@ public final class Agent: Service, Sendable {
     /// Starts a link for each new peer, restarts those whose databases or filters
     /// changed, and stops those no longer paired.
     private func reconcilePeers() {
-        guard let paired = try? node.listener.peers.all() else { return }
+        guard let paired = try? node.peers.all() else { return }
         let configuration = self.configuration
         var wanted: [String: (PairedPeer, [String: ReplicationFilter?])] = [:]
         for peer in paired {
-            let databases = node.listener.sharing.databases(for: peer)
+            let databases = node.sharing.databases(for: peer)
             let filters = Dictionary(uniqueKeysWithValues: databases.map { ($0, configuration.database($0)?.pullFilter(for: peer)) })
             wanted[peer.uuid.lowercased()] = (peer, filters)
             if state.withLock({ $0.recordedPeers[peer.uuid.lowercased()] != peer.addresses }) {
@@ -241,8 +252,8 @@ public final class Agent: Service, Sendable {
                 addresses.configure(uuid: peer.uuid, configured)
             }
         }
-        let context = PeerLink.Context(catalog: node.listener.catalog, identity: node.listener.identity, addresses: addresses,
-                                       activeTasks: node.listener.activeTasks, logger: logger)
+        let context = PeerLink.Context(catalog: node.catalog, identity: node.identity, addresses: addresses,
+                                       activeTasks: node.activeTasks, logger: logger)
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []
@@ -296,7 +307,7 @@ public final class Agent: Service, Sendable {
     private func startDiscovery(port: Int) {
         let configuration = self.configuration
         guard configuration.discovery else { return }
-        let identity = node.listener.identity
+        let identity = node.identity
         do {
             let advertiser = try Advertiser(try Advertisement.syncd(
                 uuid: identity.uuid, database: advertisedDatabases(configuration), port: UInt16(port), tls: true,

@@ -27,15 +27,15 @@ extension Listener {
         for cookie in request.headers[values: .cookie].flatMap({ $0.split(separator: ";") }) {
             let pair = cookie.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0] == "AuthSession", !pair[1].isEmpty else { continue }
-            if let session = sessions.verify(String(pair[1]), salt: { users.salt(of: $0) }),
-               let record = users.user(session.name) {
+            if let session = sessions.verify(String(pair[1]), salt: { node.users.salt(of: $0) }),
+               let record = node.users.user(session.name) {
                 connectionSlots.trust(context.channel)
                 return .user(name: session.name, record: record, method: "cookie", issued: session.issued)
             }
         }
         if let client = await connections.client(of: context.channel) {
-            guard let peer = peers.peer(id: client.id) else { return .stranger(client.id) }
-            peers.seen(client.id, fromHost: address)
+            guard let peer = node.peers.peer(id: client.id) else { return .stranger(client.id) }
+            node.peers.seen(client.id, fromHost: address)
             connections.markPeer(context.channel)
             return .peer(peer)
         }
@@ -51,7 +51,7 @@ extension Listener {
             throw error
         }
         do {
-            if let record = try await users.verify(name: name, password: password) { return record }
+            if let record = try await node.users.verify(name: name, password: password) { return record }
         } catch {
             var busy = CouchError(.serviceUnavailable, "service_unavailable", "Too many logins are being checked; retry later.")
             busy.headers[.retryAfter] = "1"

@@ -95,10 +95,10 @@ extension Listener {
     /// What `principal` may do in the database `name`.
     func access(of principal: Principal, to name: String) throws(CouchError) -> DatabaseAccess {
         if principal.isAdmin { return .admin }
-        if let peer = principal.peer { return sharing.shares(name, with: peer) ? .write : .none }
+        if let peer = principal.peer { return node.sharing.shares(name, with: peer) ? .write : .none }
         let security: JSON?
         do {
-            security = try catalog.database(name).security()
+            security = try node.catalog.database(name).security()
         } catch {
             // A missing database: tell only an authenticated client that it is missing.
             if principal.isAuthenticated { throw CouchError(error) }
@@ -130,6 +130,8 @@ extension Listener {
             case "_all_dbs", "_syncd", "_active_tasks", "_scheduler/jobs", "_scheduler/docs": return .serverAdmin
             // As in CouchDB, a scraper needs no admin password: a user with the role `_metrics` will do.
             case "_node/_local/_prometheus": return .serverAdminOr(role: "_metrics")
+            // The node's control API: users, peers, invitations.
+            case let path where path.hasPrefix("_syncd/"): return .serverAdmin
             default: return .authenticated
             }
         case .database(let name):

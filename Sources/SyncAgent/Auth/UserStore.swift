@@ -20,8 +20,8 @@ public struct UserRecord: Sendable, Hashable, Codable {
 /// The users who may log in to the listener, kept in `users.json` in the
 /// data directory (mode 0600).
 ///
-/// The file is re-read when it changes, so `syncd user add` takes effect on
-/// a running listener. Password checks run PBKDF2 on a thread of their own,
+/// Changes are made by the process that owns the directory (see ``Node``):
+/// `syncd user add` beside a running agent goes through its control socket. Password checks run PBKDF2 on a thread of their own,
 /// never on the listener's event loops or Swift's cooperative threads, with a
 /// bounded queue: a flood of wrong passwords is refused rather than allowed to
 /// starve other clients. An unknown user costs exactly what a wrong password
@@ -59,6 +59,9 @@ public final class UserStore: Sendable {
         self.hashing = NIOThreadPool(numberOfThreads: 1)
         hashing.start()
     }
+
+    /// Tells of each change made through this store, after it is written.
+    public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
 
     deinit { hashing.shutdownGracefully { _ in } }
 

@@ -137,3 +137,10 @@ public struct AgentStatus: Sendable, Codable, Equatable {
         return decoder
     }
 }
+
+extension AgentStatus.Peer {
+    /// Whether `text` names this peer, by the rule `syncd peers remove` uses (``PeerStore/matches(_:_:)``).
+    public func isNamed(by text: String) -> Bool {
+        NodeID(id).map { PeerStore.matches(id: $0, uuid: uuid, name: name, text) } ?? false
+    }
+}

@@ -54,8 +54,10 @@ public struct ControlClient: Sendable {
         }
     }
 
-    /// Sends `method path` to the agent's CouchDB API and returns the status and body.
-    public func request(_ method: HTTPMethod, _ path: String) async throws -> (status: Int, body: ByteBuffer) {
+    /// Sends `method path` (with a JSON `body`, if given) to the agent's CouchDB API and
+    /// returns the status and body; the agent has `timeout` to answer.
+    public func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil,
+                        timeout: Duration = .seconds(10)) async throws -> (status: Int, body: ByteBuffer) {
         // A directory this user may not search hides the socket: that is a permission failure too.
         var info = stat()
         guard stat(socketPath, &info) == 0 else {
@@ -66,7 +68,11 @@ public struct ControlClient: Sendable {
         do {
             var request = HTTPClientRequest(url: baseURL + path)
             request.method = method
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
+            let response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
             return (Int(response.status.code), try await response.body.collect(upTo: 16 << 20))
         } catch {
             // A socket left by an agent that was killed: nobody accepts on it.

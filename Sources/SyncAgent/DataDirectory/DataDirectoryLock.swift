@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// The exclusive claim of one process on a data directory: the process that
 /// serves it holds it, so a second listener or agent cannot write beside it.
@@ -9,7 +10,7 @@ import Foundation
 public final class DataDirectoryLock: Sendable {
     /// The data directory.
     public let directory: String
-    private let descriptor: Int32
+    private let descriptor: Locked<Int32>
 
     /// Claims `directory`, creating it (0700) if needed; throws
     /// ``DataDirectoryError/inUse(_:pid:)`` when another process holds it.
@@ -27,10 +28,18 @@ public final class DataDirectoryLock: Sendable {
         let text = "\(getpid())\n"
         _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.directory = directory
-        self.descriptor = fd
+        self.descriptor = Locked(fd)
     }
 
-    deinit { close(descriptor) }
+    deinit { release() }
+
+    /// Gives up the claim (also done when the lock goes away); another process may then claim the directory.
+    public func release() {
+        descriptor.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
 
     /// Whether some process holds `directory` now.
     public static func isHeld(_ directory: String) -> Bool {

@@ -23,6 +23,12 @@ public struct ListenerRecord: Sendable, Codable, Equatable {
         LocalAddresses.reachable(boundTo: host).map { "\(tls ? "https" : "http")://\(HostPort.join($0, port))" }
     }
 
+    /// The address to put in an invitation: the bound host, or this machine's first LAN
+    /// address when it is bound to all; `nil` when there is none.
+    public var invitationHost: String? {
+        ["::", "[::]", "0.0.0.0"].contains(host) ? LocalAddresses.lan().first : host
+    }
+
     private static func path(_ directory: String) -> String { directory + "/listener.json" }
 
     /// Records the listener serving `directory`.

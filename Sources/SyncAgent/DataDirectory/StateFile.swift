@@ -7,12 +7,15 @@ import Locking
 /// and re-read when the file changes, so a change made by another process
 /// (`syncd user add` beside a running listener) takes effect at once. Changes
 /// go through ``update(_:)``, which holds an exclusive lock on a lock file
-/// beside it, so two processes never lose each other's edits.
+/// beside it, so two processes never lose each other's edits. Each change
+/// written through this value is announced to ``changes``' subscribers.
 final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// The file.
     let path: String
     private let empty: Value
     private let cache = Locked<(stamp: FileStamp, value: Value)?>(nil)
+    /// Told after each change this value writes.
+    let changes = Broadcast<Void>()
 
     /// The file at `path`; `empty` is its value while it does not exist.
     init(path: String, empty: Value) {
@@ -55,7 +58,10 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         let original = try load()
         var value = original
         let result = try change(&value)
-        if value != original { try save(value) }
+        if value != original {
+            try save(value)
+            changes.yield(())
+        }
         return result
     }
 

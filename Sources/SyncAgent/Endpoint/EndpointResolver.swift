@@ -30,7 +30,7 @@ public final class EndpointResolver: Sendable {
     private let controlSocket: String
     private let trust: RemoteTrust
     private let logger: Logger
-    private let opened = Locked<(lock: DataDirectoryLock?, catalog: Catalog?, remotes: [RemoteEndpoint])>((nil, nil, []))
+    private let opened = Locked<(node: NodeAccess?, remotes: [RemoteEndpoint])>((nil, []))
 
     /// A resolver for names in `directory`, whose agent (if one runs) listens on `controlSocket`.
     public init(directory: String, controlSocket: String, trust: RemoteTrust = RemoteTrust(), logger: Logger) {
@@ -68,12 +68,12 @@ public final class EndpointResolver: Sendable {
 
     /// Closes the remote endpoints' connections and the databases, and gives up the directory.
     public func close() async {
-        let (remotes, catalog) = opened.withLock { state in
-            defer { state = (nil, nil, []) }
-            return (state.remotes, state.catalog)
+        let (remotes, node) = opened.withLock { state in
+            defer { state = (nil, []) }
+            return (state.remotes, state.node)
         }
         for remote in remotes { await remote.shutdown() }
-        catalog?.close()
+        node?.close()
     }
 
     private func remote(_ configuration: RemoteEndpoint.Configuration) -> RemoteEndpoint {
@@ -84,23 +84,12 @@ public final class EndpointResolver: Sendable {
 
     /// The data directory's catalog, claimed for this process; `nil` when a running agent owns it.
     private func localCatalog() throws -> Catalog? {
-        if let catalog = opened.withLock({ $0.catalog }) { return catalog }
-        let lock: DataDirectoryLock
-        do {
-            lock = try DataDirectoryLock(directory: directory)
-        } catch {
-            let owner = DataDirectoryLock.owner(of: directory)
-            guard DataDirectoryLock.isHeld(directory), ControlClient(socketPath: controlSocket).agentExists else {
-                if DataDirectoryLock.isHeld(directory) {
-                    throw ResolverError("another syncd\(owner.map { " (pid \($0))" } ?? "") owns \(directory) and has no control socket at \(controlSocket): stop it, or replicate with its URL")
-                }
-                throw error
-            }
-            return nil
+        let node = try opened.withLock { state in
+            if state.node == nil { state.node = try NodeAccess.open(directory: directory, controlSocket: controlSocket, logger: logger) }
+            return state.node
         }
-        let catalog = try Catalog(directory: directory)
-        opened.withLock { $0 = (lock, catalog, $0.remotes) }
-        return catalog
+        guard case .claimed(let claimed) = node else { return nil }
+        return claimed.catalog
     }
 }
 

@@ -12,7 +12,7 @@ extension CouchResponder {
     static let changesPageSize = 1000
 
     func changes(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
-        let offered = exchange.principal.peer.flatMap { listener.sharing.pushFilter(for: $0, database: db.name) }
+        let offered = exchange.principal.peer.flatMap { listener.node.sharing.pushFilter(for: $0, database: db.name) }
         let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize, offered: offered)
         switch request.feed {
         case .normal where request.options.selector != nil || request.options.designOnly:

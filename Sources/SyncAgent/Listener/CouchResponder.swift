@@ -10,7 +10,7 @@ struct CouchResponder: HTTPResponder {
     typealias Context = ListenerContext
 
     let listener: Listener
-    var catalog: Catalog { listener.catalog }
+    var catalog: Catalog { listener.node.catalog }
     var configuration: ListenerConfiguration { listener.configuration }
 
     func respond(to request: Request, context: Context) async throws -> Response {

@@ -39,8 +39,10 @@ public struct ListenerConfiguration: Sendable {
     public init() {}
 }
 
-/// The listener: serves the databases of a catalog over the Apache CouchDB
-/// HTTP API, so that any CouchDB-compatible replicator can sync with this node.
+/// The listener: serves a ``Node``'s databases over the Apache CouchDB HTTP
+/// API, so that any CouchDB-compatible replicator can sync with this node.
+/// It holds only what serving needs (connections, sessions, attempt limits);
+/// the node holds the state.
 ///
 /// Nothing is open by default: paired peers authenticate by their TLS client
 /// certificates and reach the databases shared with them; users log in and
@@ -48,31 +50,18 @@ public struct ListenerConfiguration: Sendable {
 /// invitations are accepted at `POST /_pair`.
 ///
 /// ```swift
-/// let listener = Listener(catalog: catalog, identity: identity, users: users, configuration: .init())
+/// let node = try Node(directory: directory)
+/// let listener = Listener(node: node, configuration: .init())
 /// let service = try listener.service { url in print("listening on \(url)") }
 /// try await service.run()   // until cancelled
 /// ```
 public final class Listener: Sendable {
-    /// The databases served.
-    public let catalog: Catalog
-    /// The node's UUID, key and certificate.
-    public let identity: NodeIdentity
-    /// Who may log in.
-    public let users: UserStore
-    /// The paired peers.
-    public let peers: PeerStore
-    /// The pairing invitations this node made.
-    public let invitations: InvitationStore
-    /// The name this node gives itself when pairing.
-    public let name: String
+    /// The node served.
+    public let node: Node
     /// How the listener serves.
     public let configuration: ListenerConfiguration
-    /// What peers may replicate beyond their pairings, and with which push filters.
-    public let sharing = PeerSharing()
-    /// The running agent's status, served at `GET /_syncd` (server admins and the control socket).
-    let agentStatus = Locked<(@Sendable () -> AgentStatus?)?>(nil)
-    /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
-    public let activeTasks: ActiveTasks
+    /// The running agent, whose status `GET /_syncd` serves (server admins and the control socket).
+    let agent: (any AgentStatusSource)?
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
     /// The open connections of clients other than paired peers that sent a request, in all and per client address.
@@ -89,18 +78,12 @@ public final class Listener: Sendable {
     let pairingAttempts = AttemptLimiter(burst: 5, interval: 10)
     let logger: Logger
 
-    /// A listener over `catalog`; peers and invitations default to those of the catalog's data directory.
-    public init(catalog: Catalog, identity: NodeIdentity, users: UserStore, peers: PeerStore? = nil,
-                invitations: InvitationStore? = nil, name: String = NodeName.current, configuration: ListenerConfiguration,
-                activeTasks: ActiveTasks = ActiveTasks(), logger: Logger = Logger(label: "syncd.listener")) {
-        self.catalog = catalog
-        self.identity = identity
-        self.users = users
-        self.peers = peers ?? PeerStore(directory: catalog.directory)
-        self.invitations = invitations ?? InvitationStore(directory: catalog.directory)
-        self.name = name
+    /// A listener over `node`; `agent`, when an agent runs the node, answers `GET /_syncd`.
+    public init(node: Node, configuration: ListenerConfiguration, agent: (any AgentStatusSource)? = nil,
+                logger: Logger = Logger(label: "syncd.listener")) {
+        self.node = node
         self.configuration = configuration
-        self.activeTasks = activeTasks
+        self.agent = agent
         self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
         self.feeds = ClientSlots(maximumPerClient: configuration.limits.maximumFeedsPerClient)
         self.connectionSlots = ConnectionPool(maximum: configuration.limits.maximumConnections,
@@ -110,20 +93,19 @@ public final class Listener: Sendable {
         self.logger = logger
     }
 
-    /// Closes the connections of peers whose pairing was revoked (by this
-    /// process or by `syncd peers remove` beside it).
-    public func closeRevokedConnections() {
-        connections.closePeers { peers.peer(id: $0) == nil }
+    /// Closes the connections of peers whose pairing was revoked.
+    func closeRevokedConnections() {
+        connections.closePeers { node.peers.peer(id: $0) == nil }
     }
 
     /// Change feeds (continuous, longpoll, eventsource) being served right now.
     public var openFeeds: Int { feeds.count }
 
-    /// The HTTP server as a service; `onListening` gets the URL once the socket is bound.
+    /// The HTTP server as a service, with its ``ListenerHousekeeping``; `onListening` gets the URL once the socket is bound.
     public func service(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some Service {
         _ = Self.descriptorsRaised
         let responder = ListenerResponder(listener: self)
-        let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: peers,
+        let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: node.peers,
                                       handshakeTimeout: TimeAmount(configuration.limits.handshakeTimeout),
                                       requestHeadTimeout: TimeAmount(configuration.limits.requestHeadTimeout), cuts: connectionCuts)
         let http1 = HTTPServerBuilder.http1(configuration: .init(
@@ -131,14 +113,14 @@ public final class Listener: Sendable {
         let server: HTTPServerBuilder
         if configuration.tls {
             server = try .tls(http1, configuration: TLSChannelConfiguration(
-                tlsConfiguration: try TLSSettings.server(identity),
+                tlsConfiguration: try TLSSettings.server(node.identity),
                 customVerificationCallback: TLSSettings.acceptClientCertificate))
         } else {
             server = http1
         }
         let scheme = configuration.tls ? "https" : "http"
         let host = configuration.host
-        return ListenerService(listener: self, server: Application(
+        return ListenerHousekeeping(listener: self, server: Application(
             responder: responder,
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "syncd"),
@@ -149,6 +131,42 @@ public final class Listener: Sendable {
             },
             logger: logger
         ))
+    }
+
+    /// ``service(onListening:)``, recording where it listens: once bound, `listener.json`
+    /// records the address, systemd hears `READY=1` (see ``SystemdNotifier``), and
+    /// `onListening` gets the record. The record is removed when it stops; systemd hears
+    /// `STOPPING=1` when graceful shutdown begins.
+    public func recordedService(notifier: SystemdNotifier = SystemdNotifier(),
+                                onListening: @escaping @Sendable (ListenerRecord) async -> Void = { _ in }) throws -> some Service {
+        let directory = node.directory
+        let configuration = configuration
+        let logger = logger
+        let recorded = RecordedService(directory: directory, inner: try service { url in
+            let port = url.split(separator: ":").last.flatMap { Int($0) } ?? configuration.port
+            let record = ListenerRecord(port: port, host: configuration.host, tls: configuration.tls)
+            do { try record.save(in: directory) } catch { logger.warning("cannot record the listener: \(error)") }
+            notifier.ready(status: "listening on " + record.urls.joined(separator: " "))
+            await onListening(record)
+        })
+        return NotifiedService(notifier: notifier, inner: recorded)
+    }
+}
+
+/// What answers `GET /_syncd`: the running agent.
+public protocol AgentStatusSource: Sendable {
+    /// What the agent is doing now.
+    func status() -> AgentStatus
+}
+
+/// A service that removes `listener.json` when it ends.
+private struct RecordedService<Inner: Service>: Service {
+    let directory: String
+    let inner: Inner
+
+    func run() async throws {
+        defer { ListenerRecord.remove(in: directory) }
+        try await inner.run()
     }
 }
 
@@ -180,30 +198,5 @@ extension Listener {
             },
             logger: logger
         )
-    }
-}
-
-/// The HTTP server and, beside it, the watch that closes revoked peers'
-/// connections, releases the memory of databases gone idle and logs the
-/// connections cut.
-struct ListenerService<Server: Service>: Service {
-    let listener: Listener
-    let server: Server
-
-    func run() async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
-            group.addTask {
-                // A revocation made by another process is seen within a second.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    listener.closeRevokedConnections()
-                    listener.catalog.releaseIdle(after: listener.configuration.databaseIdleTime)
-                    listener.connectionCuts.report()
-                }
-            }
-            try await group.next()
-            group.cancelAll()
-        }
     }
 }

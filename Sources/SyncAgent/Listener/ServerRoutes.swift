@@ -12,7 +12,7 @@ extension CouchResponder {
         Self.json([
             "couchdb": "Welcome",
             "version": .string(configuration.couchVersion),
-            "uuid": .string(listener.identity.uuid),
+            "uuid": .string(listener.node.identity.uuid),
             // CouchDB's optional features (partitioned databases, per-document
             // access, the scheduler, …): syncd has none of them, so claims none.
             "features": [],
@@ -34,9 +34,11 @@ extension CouchResponder {
             return try await pair(&exchange)
         case ("_syncd", .get):
             // The agent's status (what `syncd status` shows); 404 when no agent runs this listener.
-            guard let status = listener.agentStatus.withLock({ $0 })?() ?? nil else { throw CouchError.notFound("missing") }
+            guard let status = listener.agent?.status() else { throw CouchError.notFound("missing") }
             let bytes = try AgentStatus.encoder.encode(status)
             return Self.bytesResponse(Array(bytes))
+        case (let path, _) where path.hasPrefix("_syncd/"):
+            return try await nodeControl(String(path.dropFirst("_syncd/".count)), method: method, &exchange)
         case ("_session", _):
             return try await session(method: method, &exchange)
         case ("_active_tasks", .get):

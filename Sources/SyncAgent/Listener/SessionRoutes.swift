@@ -18,14 +18,14 @@ extension CouchResponder {
             ])
             if case .user(let name, _, "cookie", let issued?) = exchange.principal,
                Date().timeIntervalSince(issued) > Double(configuration.sessionTimeout) / 2,
-               let salt = listener.users.salt(of: name) {
+               let salt = listener.node.users.salt(of: name) {
                 response.headers[.setCookie] = listener.sessions.header(name: name, salt: salt)
             }
             return response
         case .post:
             let (name, password) = try await credentials(&exchange)
             let record = try await listener.checkPassword(name: name, password: password, from: exchange.context.clientAddress)
-            guard let salt = listener.users.salt(of: name) else { throw Listener.unauthorized("Name or password is incorrect.") }
+            guard let salt = listener.node.users.salt(of: name) else { throw Listener.unauthorized("Name or password is incorrect.") }
             return Self.json(["ok": true, "name": .string(name), "roles": .array(record.roles.map { .string($0) })],
                              headers: [.setCookie: listener.sessions.header(name: name, salt: salt)])
         case .delete:

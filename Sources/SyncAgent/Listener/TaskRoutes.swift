@@ -11,11 +11,11 @@ import Store
 /// replication serves, `doc_id` is null, and the replication's id is this process's.
 extension CouchResponder {
     func activeTasks() -> Response {
-        Self.json(.array(listener.activeTasks.all.map { task in
+        Self.json(.array(listener.node.activeTasks.all.map { task in
             var entry = Self.counts(task.status)
             entry["type"] = "replication"
             entry["replication_id"] = .string(task.id)
-            entry["node"] = .string(listener.name)
+            entry["node"] = .string(listener.node.name)
             entry["database"] = task.database.map { .string($0) } ?? .null
             entry["doc_id"] = .null
             entry["user"] = .null
@@ -67,7 +67,7 @@ extension CouchResponder {
 
     /// The tasks a `skip`/`limit` query asks for, the offset, and the total.
     private func page(_ exchange: Exchange) throws -> ([ActiveTasks.Replication], Int, Int) {
-        let all = listener.activeTasks.all
+        let all = listener.node.activeTasks.all
         let skip = try exchange.query.integer("skip") ?? 0
         let limit = try exchange.query.integer("limit") ?? all.count
         guard skip >= 0, limit >= 0 else { throw CouchError.badRequest("skip and limit must not be negative") }

@@ -23,10 +23,10 @@ struct InvitationPageMiddleware: MiddlewareProtocol {
               request.headers[.accept]?.contains("text/html") == true,
               request.headers[.authorization] == nil, request.headers[.cookie] == nil,
               let databases = Self.databases(inPath: request.uri.path),
-              let invitations = try? listener.invitations.all(),
+              let invitations = try? listener.node.invitations.all(),
               invitations.contains(where: { $0.isOpen() && $0.databases == databases })
         else { return try await next(request, context) }
-        return CouchResponder.bytesResponse(Array(InvitationPage.html(name: listener.name, id: listener.identity.id).utf8),
+        return CouchResponder.bytesResponse(Array(InvitationPage.html(name: listener.node.name, id: listener.node.identity.id).utf8),
                                             headers: InvitationPage.headers, contentType: "text/html; charset=utf-8")
     }
 

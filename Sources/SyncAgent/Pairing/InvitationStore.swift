@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Locking
 import Store
 
 /// A one-time pairing invitation as the inviting node keeps it: never the
@@ -45,6 +46,10 @@ public final class InvitationStore: Sendable {
     public init(directory: String) {
         file = StateFile(path: directory + "/invitations.json", empty: File())
     }
+
+    /// Tells of each change made through this store (made, used, reopened, cancelled),
+    /// after it is written: what a wait for an invitation wakes on.
+    public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
 
     /// Makes an invitation to the databases, valid for `lifetime`, and returns it with its secret
     /// (128 random bits, base32), which is shown once and kept nowhere.

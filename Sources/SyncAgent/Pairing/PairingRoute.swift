@@ -22,10 +22,10 @@ extension CouchResponder {
         guard let uuid = client.uuid else {
             throw CouchError.badRequest("The client certificate is not a syncd node's: it names no node UUID.")
         }
-        guard uuid != listener.identity.uuid, client.id != listener.identity.id else {
+        guard uuid != listener.node.identity.uuid, client.id != listener.node.identity.id else {
             throw CouchError(.forbidden, "forbidden", "Pairing refused: the certificate claims this node's own UUID or ID.")
         }
-        if let taken = listener.peers.conflict(uuid: uuid, id: client.id) {
+        if let taken = listener.node.peers.conflict(uuid: uuid, id: client.id) {
             listener.pairingAttempts.failed(address)
             listener.logger.warning("pairing refused from \(address): node UUID \(uuid) is paired with \(taken.id.short), not \(client.id.short)")
             throw CouchError(.forbidden, "forbidden", "Pairing refused: node UUID \(uuid) is already paired with another ID.")
@@ -39,7 +39,7 @@ extension CouchResponder {
 
         let invitation: Invitation
         do {
-            invitation = try listener.invitations.redeem(secret: secret, by: uuid)
+            invitation = try listener.node.invitations.redeem(secret: secret, by: uuid)
         } catch {
             listener.pairingAttempts.failed(address)
             listener.logger.warning("pairing refused from \(address), node \(client.id.short): \(error)")
@@ -50,11 +50,11 @@ extension CouchResponder {
                               addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases)
         do {
             for database in invitation.databases { _ = try catalog.openOrCreate(database) }
-            try listener.peers.add(peer)
+            try listener.node.peers.add(peer)
         } catch {
             // Nothing was paired: the invitation stays usable.
             do {
-                try listener.invitations.reopen(handle: invitation.handle, spentBy: uuid)
+                try listener.node.invitations.reopen(handle: invitation.handle, spentBy: uuid)
             } catch let reopening {
                 listener.logger.error("invitation \(invitation.handle) stays spent after a failed pairing: \(reopening)")
             }
@@ -66,9 +66,9 @@ extension CouchResponder {
         listener.logger.notice("paired with \(name) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
         return Self.json([
             "ok": true,
-            "uuid": .string(listener.identity.uuid),
-            "id": .string(listener.identity.id.description),
-            "name": .string(listener.name),
+            "uuid": .string(listener.node.identity.uuid),
+            "id": .string(listener.node.identity.id.description),
+            "name": .string(listener.node.name),
             "databases": .array(invitation.databases.map { .string($0) }),
         ])
     }

@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 
 /// The paired peers of a data directory, kept in `peers.json` (mode 0600).
-///
-/// Changes made by another process (`syncd peers remove` beside a running
-/// listener) are seen on the next look-up.
+/// The process that owns the directory (see ``Node``) makes every change, so
+/// ``changes()`` hears them all.
 public final class PeerStore: Sendable {
     private struct File: Codable, Equatable {
         var peers: [PairedPeer] = []
@@ -14,6 +14,11 @@ public final class PeerStore: Sendable {
     public init(directory: String) {
         file = StateFile(path: directory + "/peers.json", empty: File())
     }
+
+    /// Tells of each change made through this store (a pairing added, revoked or seen
+    /// at a new address), after it is written: how the agent and the listener follow
+    /// pairings without rereading the file.
+    public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
 
     /// Every paired peer, in pairing order.
     public func all() throws -> [PairedPeer] {
@@ -33,10 +38,15 @@ public final class PeerStore: Sendable {
     /// Whether `text` names `peer`: its whole ID, a prefix of at least four
     /// characters of it, its UUID or its name.
     public static func matches(_ peer: PairedPeer, _ text: String) -> Bool {
-        if let id = NodeID(text) { return peer.id == id }
+        matches(id: peer.id, uuid: peer.uuid, name: peer.name, text)
+    }
+
+    /// Whether `text` names the peer with `id`, `uuid` and `name` (the rule of ``matches(_:_:)``).
+    public static func matches(id: NodeID, uuid: String, name: String, _ text: String) -> Bool {
+        if let given = NodeID(text) { return id == given }
         let compact = text.uppercased().filter { $0 != "-" }
-        return peer.uuid == text.lowercased() || peer.name == text
-            || (compact.count >= 4 && peer.id.compact.hasPrefix(compact))
+        return uuid == text.lowercased() || name == text
+            || (compact.count >= 4 && id.compact.hasPrefix(compact))
     }
 
     /// The paired peer that has `uuid` under an ID other than `id`: a node that

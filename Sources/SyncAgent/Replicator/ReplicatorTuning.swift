@@ -146,9 +146,9 @@ public enum ReplicatorTuning {
     /// tried at once, and a dead address loses to a live one without waiting longer.
     static let peerProbeDeadline: TimeAmount = .seconds(3)
 
-    /// How often the agent looks for peers paired or removed (by this process or by other
-    /// commands beside it) and for a change of this node's own addresses.
-    static let peerWatchInterval: Duration = .seconds(1)
+    /// How often the agent looks for a change of this node's own addresses (pairings
+    /// are not looked for: the peer store tells of each change).
+    static let ownAddressWatchInterval: Duration = .seconds(1)
 
     /// How often at most (seconds) a peer's `lastSeen` is written, so a busy replication does not rewrite the peers file.
     static let peerSeenInterval: Double = 60

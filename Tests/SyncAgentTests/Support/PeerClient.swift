@@ -12,7 +12,7 @@ final class PeerClient: Sendable {
     init(to server: TestListener, as identity: NodeIdentity? = nil) throws {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = try TLSSettings.client(
-            trusting: NIOSSLCertificate(bytes: server.listener.identity.certificateDER, format: .der), as: identity)
+            trusting: NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der), as: identity)
         configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
@@ -27,21 +27,21 @@ extension TestListener {
     /// A new invitation to `databases` (created if missing) as the URL `syncd pair` would print.
     func invite(_ databases: [String] = ["notes"], lifetime: Duration = .seconds(600)) throws -> InvitationURL {
         for name in databases { _ = try catalog.openOrCreate(name) }
-        let (_, secret) = try listener.invitations.create(databases: databases, lifetime: lifetime)
-        return InvitationURL(host: "127.0.0.1", port: port, databases: databases, uuid: listener.identity.uuid,
-                             id: listener.identity.id, secret: secret)
+        let (_, secret) = try listener.node.invitations.create(databases: databases, lifetime: lifetime)
+        return InvitationURL(host: "127.0.0.1", port: port, databases: databases, uuid: listener.node.identity.uuid,
+                             id: listener.node.identity.id, secret: secret)
     }
 
     /// This node joining another with `invitation`.
     func join(_ invitation: InvitationURL, name: String = "joiner") async throws(PairingError) -> PairedPeer {
-        try await PairingClient(identity: listener.identity, name: name, port: port, peers: listener.peers).join(invitation)
+        try await PairingClient(identity: listener.node.identity, name: name, port: port, peers: listener.node.peers).join(invitation)
     }
 
     /// An endpoint for `database` on `other`, reached as this node: TLS pinned
     /// to `other`'s ID, this node's certificate as client certificate, no password.
     func peerEndpoint(_ other: TestListener, _ database: String) throws -> RemoteEndpoint {
         RemoteEndpoint(RemoteEndpoint.Configuration(
-            url: try RemoteURL(other.anonymousURL + "/" + database), trust: .fingerprint(other.listener.identity.id.description),
-            peerUUID: other.listener.identity.uuid, clientIdentity: listener.identity))
+            url: try RemoteURL(other.anonymousURL + "/" + database), trust: .fingerprint(other.listener.node.identity.id.description),
+            peerUUID: other.listener.node.identity.uuid, clientIdentity: listener.node.identity))
     }
 }

@@ -29,7 +29,7 @@ final class TestListener: Sendable {
     /// The data directory.
     let directory: String
     /// The catalog being served.
-    var catalog: Catalog { listener.catalog }
+    var catalog: Catalog { listener.node.catalog }
     private let task: Task<Void, any Error>
     private let group: ServiceGroup
     private let temporary: TemporaryDirectory?
@@ -60,8 +60,7 @@ final class TestListener: Sendable {
         for (name, password) in users { try store.setPassword(password, for: name) }
         var logger = Logger(label: "test.listener")
         logger.logLevel = .warning
-        let listener = Listener(catalog: try Catalog(directory: path), identity: try NodeIdentity.loadOrCreate(in: path),
-                                users: store, configuration: configuration, logger: logger)
+        let listener = Listener(node: try Node(directory: path, users: store, logger: logger), configuration: configuration, logger: logger)
         let (urls, continuation) = AsyncStream.makeStream(of: String.self)
         let service = try listener.service { url in
             continuation.yield(url)
@@ -97,7 +96,7 @@ final class TestListener: Sendable {
         }
         _ = try? await task.value
         watchdog.cancel()
-        listener.catalog.close()
+        listener.node.close()
         temporary?.remove()
     }
 }

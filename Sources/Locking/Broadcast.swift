@@ -1,11 +1,11 @@
-import Locking
 import Synchronization
 
-/// Hands every element to each current subscriber's AsyncStream.
+/// Hands every element to each current subscriber's AsyncStream: how one
+/// producer (a browser, a store, a replication) tells any number of watchers.
 ///
 /// Subscribers are kept under their own small lock (never the avahi poll lock), because
 /// AsyncStream calls `onTermination` on whatever thread finishes or cancels the stream.
-final class Broadcast<Element: Sendable>: Sendable {
+public final class Broadcast<Element: Sendable>: Sendable {
     private struct Subscribers: ~Copyable {
         var nextID = 0
         var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
@@ -14,8 +14,11 @@ final class Broadcast<Element: Sendable>: Sendable {
 
     private let subscribers = Locked(Subscribers())
 
+    /// A broadcast with no subscribers yet.
+    public init() {}
+
     /// A new stream that first yields `initial`, then every later element.
-    func subscribe(replaying initial: [Element] = []) -> AsyncStream<Element> {
+    public func subscribe(replaying initial: [Element] = []) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .unbounded)
         for element in initial { continuation.yield(element) }
         let subscribed = subscribers.withLock { state in
@@ -34,13 +37,13 @@ final class Broadcast<Element: Sendable>: Sendable {
     }
 
     /// Gives `element` to every subscriber.
-    func yield(_ element: Element) {
+    public func yield(_ element: Element) {
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for continuation in continuations { continuation.yield(element) }
     }
 
     /// Ends every stream; later subscribers get an empty stream.
-    func finish() {
+    public func finish() {
         let continuations = subscribers.withLock { state in
             state.finished = true
             defer { state.continuations = [:] }

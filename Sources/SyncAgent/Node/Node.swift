@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import Store
+
+/// One syncd node: its claimed data directory and everything kept there.
+///
+/// The node owns the directory's lock (no other process writes beside it), its
+/// databases, its identity and name, the users who may log in, the paired
+/// peers, the pairing invitations, what is shared with whom, and the
+/// replications running. The listener serves a node; the agent runs one;
+/// the commands claim one when no agent runs (see ``NodeAccess``).
+public final class Node: Sendable {
+    /// The exclusive claim on the directory.
+    public let lock: DataDirectoryLock
+    /// The databases.
+    public let catalog: Catalog
+    /// The node's UUID, key and certificate.
+    public let identity: NodeIdentity
+    /// The name this node gives itself to peers, recorded beside its identity.
+    public let name: String
+    /// Who may log in.
+    public let users: UserStore
+    /// The paired peers.
+    public let peers: PeerStore
+    /// The pairing invitations this node made.
+    public let invitations: InvitationStore
+    /// What peers may replicate beyond their pairings, and with which push filters.
+    public let sharing = PeerSharing()
+    /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
+    public let activeTasks: ActiveTasks
+
+    /// The data directory.
+    public var directory: String { lock.directory }
+
+    /// Claims `directory` (throws ``DataDirectoryError/inUse(_:pid:)`` if another process holds it)
+    /// and opens what it keeps, making the identity on first use. `name`, when given, is recorded
+    /// as the node's; otherwise the recorded one (else the host name) is used. `users` replaces
+    /// the directory's user store (tests hash with fewer rounds). The store's commits are timed
+    /// into ``SyncdMetrics``.
+    public init(directory: String, name: String? = nil, users: UserStore? = nil, activeTasks: ActiveTasks = ActiveTasks(),
+                logger: Logger = Logger(label: "syncd.node")) throws {
+        lock = try DataDirectoryLock(directory: directory)
+        var options = Database.Options()
+        options.commitObserver = SyncdMetrics.storeCommitObserver
+        catalog = try Catalog(directory: directory, options: options)
+        identity = try NodeIdentity.loadOrCreate(in: directory)
+        if let name {
+            do { try NodeName.record(name, in: directory) } catch {
+                logger.warning("cannot record the node's name in the data directory", metadata: ["error": "\(error)"])
+            }
+        }
+        self.name = name ?? NodeName.of(directory: directory)
+        self.users = users ?? UserStore(directory: directory)
+        peers = PeerStore(directory: directory)
+        invitations = InvitationStore(directory: directory)
+        self.activeTasks = activeTasks
+    }
+
+    /// Closes the databases and gives up the directory.
+    public func close() {
+        catalog.close()
+        lock.release()
+    }
+}
