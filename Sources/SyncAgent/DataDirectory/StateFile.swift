@@ -4,11 +4,11 @@ import Locking
 /// A small JSON file of the data directory (users, paired peers, invitations).
 ///
 /// It is private to its owner (0600) and replaced atomically. Reads are cached
-/// and re-read when the file changes, so a change made by another process
-/// (`syncd user add` beside a running listener) takes effect at once. Changes
-/// go through ``update(_:)``, which holds an exclusive lock on a lock file
-/// beside it, so two processes never lose each other's edits. Each change
-/// written through this value is announced to ``changes``' subscribers.
+/// and re-read when the file's stamp changes (a file edited by hand). Changes go
+/// through ``update(_:)``, which holds an exclusive lock on a lock file beside
+/// it, so two writers never lose each other's edits; the process that owns the
+/// data directory makes them all (other commands ask it), and each is announced
+/// to ``changes``' subscribers.
 final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// The file.
     let path: String
