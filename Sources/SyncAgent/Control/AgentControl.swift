@@ -34,7 +34,8 @@ public struct AgentControl: NodeControl {
     public func setUser(_ name: String, password: String, roles: [String]?) async throws -> UserEntry {
         var body: JSON.Object = ["password": .string(password)]
         if let roles { body["roles"] = .array(roles.map { .string($0) }) }
-        return try await ask(.PUT, "/_syncd/users/" + Self.segment(name), body: body, as: UserEntry.self)
+        // Hashing the password takes the agent a while (PBKDF2, and longer in a sanitized build).
+        return try await ask(.PUT, "/_syncd/users/" + Self.segment(name), body: body, timeout: .seconds(300), as: UserEntry.self)
     }
 
     public func removeUser(_ name: String) async throws -> Bool {

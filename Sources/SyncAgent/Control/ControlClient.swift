@@ -74,6 +74,8 @@ public struct ControlClient: Sendable {
             }
             let response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
             return (Int(response.status.code), try await response.body.collect(upTo: 16 << 20))
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            throw Failure.badAnswer("no answer within \(timeout)")
         } catch {
             // A socket left by an agent that was killed: nobody accepts on it.
             throw Failure.noAgent(socketPath)
