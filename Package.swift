@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "syncd", targets: ["syncd"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Discovery", targets: ["Discovery"]),
         .library(name: "SyncAgent", targets: ["SyncAgent"]),
@@ -39,9 +40,12 @@ let package = Package(
         // The lock every module's shared state is guarded by (see Locked.swift).
         .target(name: "Locking"),
 
+        // The JSON value, parser and serializer: documents and the protocol's bodies, without SQLite.
+        .target(name: "JSON"),
         .target(
             name: "Store",
             dependencies: [
+                "JSON",
                 "CSQLite",
                 "CZlib",
                 "CPCRE2",
@@ -64,6 +68,7 @@ let package = Package(
         .target(
             name: "SyncAgent",
             dependencies: [
+                "JSON",
                 "Locking",
                 "Store",
                 "Discovery",
@@ -88,6 +93,7 @@ let package = Package(
         .executableTarget(
             name: "syncd",
             dependencies: [
+                "JSON",
                 "Locking",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -96,16 +102,17 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncd-bench",
-            dependencies: ["Store", "SyncAgent", "CSQLite", "Discovery", "TestBed", "Locking",
+            dependencies: ["JSON", "Store", "SyncAgent", "CSQLite", "Discovery", "TestBed", "Locking",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Benchmarks"
         ),
 
-        .executableTarget(name: "store-crash-writer", dependencies: ["Store"], path: "Tests/StoreCrashWriter"),
+        .executableTarget(name: "store-crash-writer", dependencies: ["JSON", "Store"], path: "Tests/StoreCrashWriter"),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["JSON", "Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
@@ -113,6 +120,7 @@ let package = Package(
         .testTarget(
             name: "SyncAgentTests",
             dependencies: [
+                "JSON",
                 "SyncAgent",
                 "Discovery",
                 "Locking",

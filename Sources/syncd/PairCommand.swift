@@ -1,6 +1,7 @@
 import ArgumentParser
 import Discovery
 import Foundation
+import JSON
 import Logging
 import ServiceLifecycle
 import UnixSignals
