@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "QRCode", targets: ["QRCode"]),
         .library(name: "SyncAgent", targets: ["SyncAgent"]),
     ],
     dependencies: [
@@ -59,12 +60,11 @@ let package = Package(
             dependencies: [
                 "CAvahi",
                 "Locking",
-                "CQREncode",
-                "CZBar",
-                "CStb",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // QR codes of invitation URLs, drawn for terminals and image files, and read back from images.
+        .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CStb"]),
         .target(
             name: "SyncAgent",
             dependencies: [
@@ -95,6 +95,7 @@ let package = Package(
             dependencies: [
                 "JSON",
                 "Locking",
+                "QRCode",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -117,6 +118,7 @@ let package = Package(
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "TestBed"]),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestBed"]),
         .testTarget(
             name: "SyncAgentTests",
             dependencies: [
@@ -124,6 +126,7 @@ let package = Package(
                 "SyncAgent",
                 "Discovery",
                 "Locking",
+                "QRCode",
                 "TestBed",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
