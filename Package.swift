@@ -38,7 +38,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
 
-        // The lock every module's shared state is guarded by (see Locked.swift).
+        // The lock every module's shared state is guarded by (see Locked.swift), and the
+        // fan-out of values to AsyncStream subscribers built on it (Broadcast.swift).
         .target(name: "Locking"),
 
         // The JSON value, parser and serializer: documents and the protocol's bodies, without SQLite.
@@ -111,6 +112,7 @@ let package = Package(
 
         .executableTarget(name: "store-crash-writer", dependencies: ["JSON", "Store"], path: "Tests/StoreCrashWriter"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(
             name: "StoreTests",
             dependencies: ["JSON", "Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]

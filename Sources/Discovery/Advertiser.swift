@@ -75,7 +75,7 @@ public final class Advertiser: Sendable {
 
     /// Registration progress from now on: registering, established, renamed, withdrawn, failed.
     public func events() -> AsyncStream<AdvertiserEvent> {
-        session.withPollLock { session.events.subscribe() } ?? session.events.finished()
+        session.withPollLock { session.events.subscribe() } ?? AsyncStream { $0.finish() }
     }
 
     /// Withdraws the service and disconnects from avahi; also done when the advertiser is released.

@@ -31,7 +31,7 @@ public final class Browser: Sendable {
     public func events() -> AsyncStream<PeerEvent> {
         session.withPollLock {
             session.peerEvents.subscribe(replaying: session.table.peers.map(PeerEvent.appeared))
-        } ?? session.peerEvents.finished()
+        } ?? AsyncStream { $0.finish() }
     }
 
     /// The peers known now, by instance name.

@@ -1,4 +1,5 @@
 import CAvahi
+import Locking
 import Logging
 
 /// The avahi side of a ``Browser``: one service browser, and one resolver kept open per
