@@ -119,7 +119,8 @@ let package = Package(
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "TestBed"]),
+        // Also the syncd layer over Discovery: its TXT format, and `syncd browse` and `advertise`.
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "SyncAgent", "TestBed"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestBed"]),
         .testTarget(
             name: "SyncAgentTests",

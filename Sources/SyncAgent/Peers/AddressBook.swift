@@ -51,7 +51,7 @@ public final class AddressBook: Sendable {
         let peer = event.peer
         var addresses: [String] = []
         if case .gone = event {} else {
-            // IPv4 first (PeerAddress's order); link-local IPv6 carries its `%interface` scope.
+            // IPv4 first (ServiceAddress's order); link-local IPv6 carries its `%interface` scope.
             addresses = peer.addresses.sorted().map { HostPort.join($0.host, Int(peer.port)) }
         }
         set(\.discovered, uuid: peer.uuid, addresses)
