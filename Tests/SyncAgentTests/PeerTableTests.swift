@@ -1,4 +1,5 @@
 import Discovery
+import Foundation
 import SyncAgent
 import Testing
 
@@ -21,6 +22,15 @@ import Testing
         let peer = try #require(Peer(service(txt: ad.txt)))
         #expect(peer.uuid == "1b4e28ba-2fa1" && peer.database == "notes" && peer.usesTLS && peer.fingerprint == "ab:cd")
         #expect(peer.protocolVersion == Advertisement.syncdProtocolVersion)
+    }
+
+    /// `syncd browse --json` prints a peer as one flat object, as before the service was split out.
+    @Test func aPeerIsOneFlatJSONObject() throws {
+        let peer = try #require(Peer(service(txt: ["uuid": "u1", "db": "notes"])))
+        let data = try JSONEncoder().encode(peer)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(Set(object.keys) == ["uuid", "name", "type", "domain", "hostName", "addresses", "port", "txt"])
+        #expect(try JSONDecoder().decode(Peer.self, from: data) == peer)
     }
 
     @Test func appearsChangesAndGoes() {
