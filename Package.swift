@@ -6,8 +6,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "syncd", targets: ["syncd"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Discovery", targets: ["Discovery"]),
+        .library(name: "QRCode", targets: ["QRCode"]),
         .library(name: "SyncAgent", targets: ["SyncAgent"]),
     ],
     dependencies: [
@@ -36,12 +38,16 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
 
-        // The lock every module's shared state is guarded by (see Locked.swift).
+        // The lock every module's shared state is guarded by (see Locked.swift), and the
+        // fan-out of values to AsyncStream subscribers built on it (Broadcast.swift).
         .target(name: "Locking"),
 
+        // The JSON value, parser and serializer: documents and the protocol's bodies, without SQLite.
+        .target(name: "JSON"),
         .target(
             name: "Store",
             dependencies: [
+                "JSON",
                 "CSQLite",
                 "CZlib",
                 "CPCRE2",
@@ -55,18 +61,19 @@ let package = Package(
             dependencies: [
                 "CAvahi",
                 "Locking",
-                "CQREncode",
-                "CZBar",
-                "CStb",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // QR codes of invitation URLs, drawn for terminals and image files, and read back from images.
+        .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CStb"]),
         .target(
             name: "SyncAgent",
             dependencies: [
+                "JSON",
                 "Locking",
                 "Store",
                 "Discovery",
+                "QRCode",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -88,7 +95,9 @@ let package = Package(
         .executableTarget(
             name: "syncd",
             dependencies: [
+                "JSON",
                 "Locking",
+                "QRCode",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -96,26 +105,32 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncd-bench",
-            dependencies: ["Store", "SyncAgent", "CSQLite", "Discovery", "TestBed", "Locking",
+            dependencies: ["JSON", "Store", "SyncAgent", "CSQLite", "Discovery", "TestBed", "Locking",
                            .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Benchmarks"
         ),
 
-        .executableTarget(name: "store-crash-writer", dependencies: ["Store"], path: "Tests/StoreCrashWriter"),
+        .executableTarget(name: "store-crash-writer", dependencies: ["JSON", "Store"], path: "Tests/StoreCrashWriter"),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["JSON", "Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "TestBed"]),
+        // Also the syncd layer over Discovery: its TXT format, and `syncd browse` and `advertise`.
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "SyncAgent", "TestBed"]),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestBed"]),
         .testTarget(
             name: "SyncAgentTests",
             dependencies: [
+                "JSON",
                 "SyncAgent",
                 "Discovery",
                 "Locking",
+                "QRCode",
                 "TestBed",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]

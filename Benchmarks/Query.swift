@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 
 /// Mango queries (`syncd-bench query`): building an index beside the store's bulk

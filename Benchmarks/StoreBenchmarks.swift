@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import JSON
 import Store
 
 /// The store's benchmarks: bulk load against plain SQLite, concurrent single

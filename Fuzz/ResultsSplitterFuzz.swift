@@ -1,4 +1,4 @@
-import Store
+import JSON
 
 /// libFuzzer entry: the input's first byte picks the splitter's limit (0 to 191 bytes, or
 /// none), its second how the rest, a `_bulk_get` answer, is cut into chunks (see

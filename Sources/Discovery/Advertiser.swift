@@ -1,13 +1,14 @@
 import Logging
 
-/// Publishes one service (normally the syncd listener) on the LAN through avahi-daemon.
+/// Publishes one service, of any type and with any TXT, on the LAN through avahi-daemon.
 ///
-/// It keeps the service published by itself: a name collision picks `name #2` and
-/// registers again, and a daemon that restarts or starts late gets the service
-/// re-registered. Port and TXT changes go out in place, without withdrawing the service.
+/// It keeps the service published by itself: a name collision picks another name
+/// (``Advertisement/collisionTag``, then `name #2`) and registers again, and a daemon
+/// that restarts or starts late gets the service re-registered. Port and TXT changes go
+/// out in place, without withdrawing the service.
 ///
 /// ```swift
-/// let advertiser = try Advertiser(.syncd(uuid: id, database: "notes", port: port, tls: false))
+/// let advertiser = try Advertiser(Advertisement(type: .syncd, name: "notes on alpha", port: port, txt: ["db": "notes"]))
 /// advertiser.publish()
 /// try advertiser.update(port: newPort)
 /// ```
@@ -75,7 +76,7 @@ public final class Advertiser: Sendable {
 
     /// Registration progress from now on: registering, established, renamed, withdrawn, failed.
     public func events() -> AsyncStream<AdvertiserEvent> {
-        session.withPollLock { session.events.subscribe() } ?? session.events.finished()
+        session.withPollLock { session.events.subscribe() } ?? AsyncStream { $0.finish() }
     }
 
     /// Withdraws the service and disconnects from avahi; also done when the advertiser is released.

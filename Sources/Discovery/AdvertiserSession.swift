@@ -162,13 +162,13 @@ final class AdvertiserSession: AvahiSession, @unchecked Sendable {
         return result == 0
     }
 
-    /// Picks another name after a collision: first the name with this node's
-    /// UUID prefix, which no other node picks too (two hosts that collided at
-    /// the same moment would otherwise both try `Name #2`, and again `Name #3`);
-    /// then avahi's numbered alternatives.
+    /// Picks another name after a collision: first the name with the advertisement's
+    /// ``Advertisement/collisionTag``, which no other node picks too (two hosts that
+    /// collided at the same moment would otherwise both try `Name #2`, and again
+    /// `Name #3`); then avahi's numbered alternatives.
     private func rename() {
         let old = currentName
-        let tag = advertisement.txt[TXTKey.uuid].map { " (\($0.prefix(8)))" } ?? ""
+        let tag = advertisement.collisionTag ?? ""
         if !tag.isEmpty, !currentName.hasSuffix(tag), (currentName + tag).utf8.count <= 63 {
             currentName += tag
         } else {

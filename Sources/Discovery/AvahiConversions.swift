@@ -30,11 +30,11 @@ enum AvahiConversions {
     }
 
     /// An avahi address seen on interface `interface`, with the interface's name for scoping.
-    static func peerAddress(_ address: UnsafePointer<AvahiAddress>, interface: Int32) -> PeerAddress {
+    static func serviceAddress(_ address: UnsafePointer<AvahiAddress>, interface: Int32) -> ServiceAddress {
         var text = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         avahi_address_snprint(&text, text.count, address)
-        let family: PeerAddress.Family = address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6) ? .ipv6 : .ipv4
-        return PeerAddress(
+        let family: ServiceAddress.Family = address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6) ? .ipv6 : .ipv4
+        return ServiceAddress(
             family: family, ip: text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, interfaceIndex: interface,
             interfaceName: interfaceName(interface)
         )

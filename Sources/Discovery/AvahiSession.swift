@@ -66,7 +66,7 @@ class AvahiSession: @unchecked Sendable {
 
     /// A stream of status changes that starts with the current status.
     final func statusUpdates() -> AsyncStream<DiscoveryStatus> {
-        withPollLock { statusBroadcast.subscribe(replaying: [status]) } ?? Broadcast<DiscoveryStatus>().finished()
+        withPollLock { statusBroadcast.subscribe(replaying: [status]) } ?? AsyncStream { $0.finish() }
     }
 
     /// The current status.
@@ -202,13 +202,5 @@ class AvahiSession: @unchecked Sendable {
     private static var busAddress: String {
         if let address = getenv("DBUS_SYSTEM_BUS_ADDRESS"), address.pointee != 0 { return String(cString: address) }
         return "unix:path=/run/dbus/system_bus_socket"
-    }
-}
-
-extension Broadcast {
-    /// A stream that has already ended, for callers arriving after close.
-    func finished() -> AsyncStream<Element> {
-        finish()
-        return subscribe()
     }
 }

@@ -1,24 +1,24 @@
 import Logging
 
-/// Finds peers of one service type on the LAN through avahi-daemon and reports them
-/// as ``PeerEvent``s.
+/// Finds the services of one type on the LAN through avahi-daemon and reports them
+/// as ``ServiceEvent``s, whatever their TXT records hold.
 ///
-/// One resolver stays open per peer, so address, port and TXT changes are reported as
-/// ``PeerEvent/changed(_:)``. Our own advertisement is skipped by its UUID. The browser
-/// reconnects by itself when avahi-daemon restarts or starts late.
+/// One resolver stays open per service, so address, port and TXT changes are reported as
+/// ``ServiceEvent/changed(_:)``. The browser reconnects by itself when avahi-daemon
+/// restarts or starts late.
 ///
 /// ```swift
-/// let browser = try Browser(type: .syncd, excluding: myUUID)
+/// let browser = try Browser(type: .syncd)
 /// for await event in browser.events() {
-///     if case .appeared(let peer) = event { print(peer.name, peer.addresses) }
+///     if case .appeared(let service) = event { print(service.name, service.addresses) }
 /// }
 /// ```
 public final class Browser: Sendable {
     private let session: BrowserSession
 
-    /// Starts browsing for `type`, ignoring the node whose TXT `uuid` is `ownUUID`.
-    public init(type: ServiceType = .syncd, excluding ownUUID: String? = nil, logger: Logger = Logger(label: "syncd.discovery")) throws(DiscoveryError) {
-        session = try BrowserSession(type: type, excludedUUID: ownUUID, logger: logger)
+    /// Starts browsing for `type`.
+    public init(type: ServiceType = .syncd, logger: Logger = Logger(label: "syncd.discovery")) throws(DiscoveryError) {
+        session = try BrowserSession(type: type, logger: logger)
         session.start()
     }
 
@@ -26,17 +26,17 @@ public final class Browser: Sendable {
         session.close()
     }
 
-    /// Peer events from now on, starting with an ``PeerEvent/appeared(_:)`` for each peer
+    /// Service events from now on, starting with an ``ServiceEvent/appeared(_:)`` for each service
     /// already known, so a late subscriber misses nothing. Each call makes a new stream.
-    public func events() -> AsyncStream<PeerEvent> {
+    public func events() -> AsyncStream<ServiceEvent> {
         session.withPollLock {
-            session.peerEvents.subscribe(replaying: session.table.peers.map(PeerEvent.appeared))
-        } ?? session.peerEvents.finished()
+            session.serviceEvents.subscribe(replaying: session.table.services.map(ServiceEvent.appeared))
+        } ?? AsyncStream { $0.finish() }
     }
 
-    /// The peers known now, by instance name.
-    public var peers: [Peer] {
-        session.withPollLock { session.table.peers } ?? []
+    /// The services known now, by instance name.
+    public var services: [ServiceInstance] {
+        session.withPollLock { session.table.services } ?? []
     }
 
     /// Whether avahi-daemon can be reached now, and why not if it cannot.

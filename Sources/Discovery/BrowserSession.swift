@@ -1,5 +1,6 @@
 import Locking
 import CAvahi
+import Locking
 import Logging
 
 /// The avahi side of a ``Browser``: one service browser, and one resolver kept open per
@@ -7,15 +8,15 @@ import Logging
 /// See ``AvahiSession`` for the locking rule.
 final class BrowserSession: AvahiSession, @unchecked Sendable {
     private let type: ServiceType
-    private(set) var table: PeerTable
+    private(set) var table: ServiceTable
     private var browser: OpaquePointer?
     private var resolvers: [ServiceKey: OpaquePointer] = [:]
     private var keysByResolver: [OpaquePointer: ServiceKey] = [:]
-    let peerEvents = Broadcast<PeerEvent>()
+    let serviceEvents = Broadcast<ServiceEvent>()
 
-    init(type: ServiceType, excludedUUID: String?, logger: Logger) throws(DiscoveryError) {
+    init(type: ServiceType, logger: Logger) throws(DiscoveryError) {
         self.type = type
-        self.table = PeerTable(type: type, excludedUUID: excludedUUID)
+        self.table = ServiceTable(type: type)
         try super.init(logger: logger)
     }
 
@@ -46,7 +47,7 @@ final class BrowserSession: AvahiSession, @unchecked Sendable {
     }
 
     override func sessionClosed() {
-        peerEvents.finish()
+        serviceEvents.finish()
     }
 
     // MARK: Callbacks
@@ -95,13 +96,13 @@ final class BrowserSession: AvahiSession, @unchecked Sendable {
             guard let host, let address else { return }
             let resolution = Resolution(
                 hostName: String(cString: host),
-                address: AvahiConversions.peerAddress(address, interface: key.interface),
+                address: AvahiConversions.serviceAddress(address, interface: key.interface),
                 port: port, txt: AvahiConversions.txt(txt)
             )
             emit(table.resolved(key, resolution))
         case AVAHI_RESOLVER_FAILURE:
             // The resolver stays open and reports FOUND again when the records come back;
-            // until the browser removes the service the peer keeps its last known values.
+            // until the browser removes the service it keeps its last known values.
             let error = avahi_client_errno(avahi_service_resolver_get_client(resolver))
             logger.debug("avahi: resolving '\(key.name)' failed for now: \(Self.describe(error))")
         default:
@@ -109,10 +110,10 @@ final class BrowserSession: AvahiSession, @unchecked Sendable {
         }
     }
 
-    private func emit(_ events: [PeerEvent]) {
+    private func emit(_ events: [ServiceEvent]) {
         for event in events {
             logger.debug("avahi: \(event)")
-            peerEvents.yield(event)
+            serviceEvents.yield(event)
         }
     }
 }

@@ -1,10 +1,15 @@
-import Synchronization
-
-/// Hands every element to each current subscriber's AsyncStream: how one
-/// producer (a browser, a store, a replication) tells any number of watchers.
+/// Hands every element to each current subscriber's `AsyncStream`: the one fan-out
+/// behind commit notifications, discovery events, replication status and address
+/// changes, so each of them keeps only its own rules (buffering, replay, when to end).
 ///
-/// Subscribers are kept under their own small lock (never the avahi poll lock), because
-/// AsyncStream calls `onTermination` on whatever thread finishes or cancels the stream.
+/// Subscribers are kept under their own lock, because `AsyncStream` calls
+/// `onTermination` on whatever thread finishes or cancels a stream.
+///
+/// ```swift
+/// let commits = Broadcast<UInt64>(bufferingPolicy: .bufferingNewest(1))
+/// let stream = commits.subscribe()
+/// commits.yield(42)
+/// ```
 public final class Broadcast<Element: Sendable>: Sendable {
     private struct Subscribers: ~Copyable {
         var nextID = 0
@@ -12,14 +17,18 @@ public final class Broadcast<Element: Sendable>: Sendable {
         var finished = false
     }
 
+    private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
     private let subscribers = Locked(Subscribers())
 
-    /// A broadcast with no subscribers yet.
-    public init() {}
+    /// A broadcast whose streams keep what `bufferingPolicy` says for a slow reader.
+    public init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
+        self.bufferingPolicy = bufferingPolicy
+    }
 
-    /// A new stream that first yields `initial`, then every later element.
+    /// A new stream that first yields `initial`, then every later element; after
+    /// ``finish()``, one that yields `initial` and ends.
     public func subscribe(replaying initial: [Element] = []) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         for element in initial { continuation.yield(element) }
         let subscribed = subscribers.withLock { state in
             guard !state.finished else { return false }
@@ -42,10 +51,19 @@ public final class Broadcast<Element: Sendable>: Sendable {
         for continuation in continuations { continuation.yield(element) }
     }
 
-    /// Ends every stream; later subscribers get an empty stream.
+    /// Ends every stream, and every later one at once: the source is gone for good.
     public func finish() {
+        end(forGood: true)
+    }
+
+    /// Ends every stream; later subscribers are served as before (the source may start again).
+    public func finishSubscribers() {
+        end(forGood: false)
+    }
+
+    private func end(forGood: Bool) {
         let continuations = subscribers.withLock { state in
-            state.finished = true
+            if forGood { state.finished = true }
             defer { state.continuations = [:] }
             return Array(state.continuations.values)
         }

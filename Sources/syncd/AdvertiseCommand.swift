@@ -2,6 +2,7 @@ import ArgumentParser
 import Discovery
 import Dispatch
 import Foundation
+import SyncAgent
 
 /// Advertises an existing listener on the LAN until stopped (SIGINT or SIGTERM withdraws it).
 struct AdvertiseCommand: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
-import Discovery
 import Foundation
 import Logging
+import QRCode
 import ServiceLifecycle
 import UnixSignals
 import Store

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Discovery
 import Foundation
+import SyncAgent
 
 /// Lists the syncd peers on the LAN, or follows them with `--watch`.
 struct BrowseCommand: AsyncParsableCommand {
@@ -26,12 +27,12 @@ struct BrowseCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let browser = try Browser(type: try ServiceType(type), excluding: excludeUUID)
+        let browser = try Browser(type: try ServiceType(type))
         let output = EventPrinter(json: json)
         if watch {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await status in browser.statusUpdates() { output.status(status) } }
-                group.addTask { for await event in browser.events() { output.peerEvent(event) } }
+                group.addTask { for await event in browser.peerEvents(excluding: excludeUUID) { output.peerEvent(event) } }
             }
             return
         }
@@ -44,7 +45,7 @@ struct BrowseCommand: AsyncParsableCommand {
             output.status(.unavailable(why))
             throw ExitCode(69)
         }
-        let peers = browser.peers
+        let peers = browser.peers(excluding: excludeUUID)
         for peer in peers { output.peer(peer) }
         if peers.isEmpty && !json { print("no peers of type \(type)") }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Store
 import SyncAgent
 

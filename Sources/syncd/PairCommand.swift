@@ -1,7 +1,8 @@
 import ArgumentParser
-import Discovery
 import Foundation
+import JSON
 import Logging
+import QRCode
 import ServiceLifecycle
 import UnixSignals
 import Store

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Discovery
 import Foundation
+import QRCode
 
 /// Shows a text (an endpoint URL) as a QR code in the terminal, and optionally writes it to a file.
 struct QRCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import JSON
 import Locking
 import Logging
 import Store

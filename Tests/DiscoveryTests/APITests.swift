@@ -1,6 +1,7 @@
 import Discovery
 import Foundation
 import Synchronization
+import SyncAgent
 import TestBed
 import Testing
 
@@ -52,8 +53,8 @@ extension MultiHostTests {
         #expect(advertiser.status == .available)
         try await registration.wait { $0 == .established(name: "API Node") }
 
-        let browser = try Browser(excluding: own)
-        let seen = Collector(browser.events())
+        let browser = try Browser()
+        let seen = Collector(browser.peerEvents(excluding: own))
         try await seen.wait { if case .appeared(let peer) = $0 { peer.uuid == other } else { false } }
         let (appeared, _) = try await watcher.waitForEvent { $0.event == "appeared" && $0.peer?.uuid == own }
 
@@ -70,16 +71,16 @@ extension MultiHostTests {
         #expect(registrations.count == 1, "port and TXT changed without registering again: \(registration.all)")
 
         // A late subscriber first gets the peers already known; our own node is never among them.
-        let late = Collector(browser.events())
+        let late = Collector(browser.peerEvents(excluding: own))
         try await late.wait { if case .appeared(let peer) = $0 { peer.uuid == other } else { false } }
-        #expect(browser.peers.map(\.uuid) == [other])
+        #expect(browser.peers(excluding: own).map(\.uuid) == [other])
         #expect(!(seen.all + late.all).contains { $0.peer.uuid == own })
 
         advertiser.withdraw()
         try await watcher.waitForEvent(from: appeared + 1) { $0.event == "gone" && $0.peer?.uuid == own }
         advertiser.close()
         browser.close()
-        #expect(browser.peers.isEmpty)
+        #expect(browser.services.isEmpty)
         var afterClose = browser.events().makeAsyncIterator()
         #expect(await afterClose.next() == nil, "a closed browser's stream ends at once")
     }

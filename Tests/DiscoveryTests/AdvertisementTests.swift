@@ -4,13 +4,10 @@ import Testing
 
 /// What goes into an advertisement and how avahi's values come back out.
 struct AdvertisementTests {
-    @Test func syncdAdvertisementCarriesIdentityAndTLS() throws {
-        let ad = try Advertisement.syncd(uuid: "1b4e28ba-2fa1", database: "notes", port: 5984, tls: true, fingerprint: "ab:cd")
-        #expect(ad.txt == ["txtvers": "1", "uuid": "1b4e28ba-2fa1", "db": "notes", "proto": "1", "tls": "1", "fp": "ab:cd"])
-        #expect(ad.txtStrings.first == "txtvers=1")
-        #expect(ad.txtStrings.dropFirst() == ["db=notes", "fp=ab:cd", "proto=1", "tls=1", "uuid=1b4e28ba-2fa1"])
-        #expect(ad.name.hasPrefix("syncd on ") && ad.name.hasSuffix(" (1b4e28ba)"))
-        #expect(ad.type == .syncd)
+    @Test func txtKeysAreLowercasedAndTheVersionGoesFirst() throws {
+        let ad = try Advertisement(type: .syncd, name: "n", port: 1, txt: ["b": "2", "TXTVERS": "1", "A": "x"])
+        #expect(ad.txt == ["txtvers": "1", "a": "x", "b": "2"])
+        #expect(ad.txtStrings == ["txtvers=1", "a=x", "b=2"])
     }
 
     @Test func rejectsWhatDNSSDCannotCarry() {
@@ -36,13 +33,13 @@ struct AdvertisementTests {
     }
 
     @Test func linkLocalAddressesCarryTheirInterface() {
-        let linkLocal = PeerAddress(family: .ipv6, ip: "fe80::1c2:3ff:fe04:506", interfaceIndex: 3, interfaceName: "eth0")
+        let linkLocal = ServiceAddress(family: .ipv6, ip: "fe80::1c2:3ff:fe04:506", interfaceIndex: 3, interfaceName: "eth0")
         #expect(linkLocal.isLinkLocal)
         #expect(linkLocal.host == "fe80::1c2:3ff:fe04:506%eth0")
         #expect(linkLocal.urlHost == "[fe80::1c2:3ff:fe04:506%25eth0]")
-        let global = PeerAddress(family: .ipv6, ip: "2001:db8::1", interfaceIndex: 3, interfaceName: "eth0")
+        let global = ServiceAddress(family: .ipv6, ip: "2001:db8::1", interfaceIndex: 3, interfaceName: "eth0")
         #expect(!global.isLinkLocal && global.host == "2001:db8::1" && global.urlHost == "[2001:db8::1]")
-        let v4 = PeerAddress(family: .ipv4, ip: "10.0.0.1", interfaceIndex: 3, interfaceName: "eth0")
+        let v4 = ServiceAddress(family: .ipv4, ip: "10.0.0.1", interfaceIndex: 3, interfaceName: "eth0")
         #expect(v4.host == "10.0.0.1" && v4 < global)
     }
 }

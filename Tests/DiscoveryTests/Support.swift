@@ -1,5 +1,6 @@
 import Discovery
 import Foundation
+import SyncAgent
 import TestBed
 
 /// One JSON line printed by `syncd browse --json` or `syncd advertise --json`.

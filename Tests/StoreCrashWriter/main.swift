@@ -1,6 +1,7 @@
 // Writes documents to a store as fast as it can and prints the id of each
 // write once it is acknowledged, for the crash test to kill mid-stream.
 import Foundation
+import JSON
 import Store
 
 let arguments = CommandLine.arguments

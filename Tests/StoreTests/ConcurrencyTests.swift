@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Synchronization
 import XCTest
 @testable import Store

@@ -1,4 +1,5 @@
 import Crypto
+import JSON
 import XCTest
 @testable import Store
 

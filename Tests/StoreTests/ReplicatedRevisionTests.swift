@@ -1,3 +1,4 @@
+import JSON
 import XCTest
 @testable import Store
 

@@ -133,10 +133,11 @@ struct AddressBookTests {
         #expect(await changes.next() == uuid)
         book.configure(uuid: uuid, ["10.0.0.9:6984", "peer.example:6984"])
         #expect(await changes.next() == uuid)
-        let peer = Peer(uuid: uuid, name: "b", type: .syncd, domain: "local", hostName: "b.local",
-                        addresses: [PeerAddress(family: .ipv6, ip: "fe80::1", interfaceIndex: 2, interfaceName: "eth0"),
-                                    PeerAddress(family: .ipv4, ip: "10.0.0.7", interfaceIndex: 2, interfaceName: "eth0")],
-                        port: 6984, txt: [:])
+        let service = ServiceInstance(name: "b", type: .syncd, domain: "local", hostName: "b.local",
+                                      addresses: [ServiceAddress(family: .ipv6, ip: "fe80::1", interfaceIndex: 2, interfaceName: "eth0"),
+                                                  ServiceAddress(family: .ipv4, ip: "10.0.0.7", interfaceIndex: 2, interfaceName: "eth0")],
+                                      port: 6984, txt: ["uuid": uuid])
+        let peer = try #require(Peer(service))
         book.discovered(.appeared(peer))
         #expect(await changes.next() == uuid)
         #expect(book.candidates(for: uuid.uppercased()).map(\.address)

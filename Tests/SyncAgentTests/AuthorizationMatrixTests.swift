@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import NIOHTTP1
 import Store
 @testable import SyncAgent

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Locking
 import Store
 @testable import SyncAgent

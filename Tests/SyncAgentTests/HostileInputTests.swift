@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import Store
 import XCTest
 

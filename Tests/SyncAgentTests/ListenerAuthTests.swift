@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import JSON
 import Locking
 import Foundation
 import Store

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import JSON
 import Store
 import SyncAgent
 import XCTest

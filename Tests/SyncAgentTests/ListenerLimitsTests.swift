@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import NIOCore
 import Store
 import XCTest

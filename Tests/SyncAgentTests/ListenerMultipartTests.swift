@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import JSON
 import NIOCore
 import Store
 @testable import SyncAgent

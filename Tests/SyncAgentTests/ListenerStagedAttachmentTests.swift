@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 @testable import SyncAgent
 import XCTest

@@ -1,4 +1,4 @@
-@testable import Discovery
+@testable import QRCode
 import Store
 import SyncAgent
 import Foundation

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import Store
 @testable import SyncAgent
 import XCTest

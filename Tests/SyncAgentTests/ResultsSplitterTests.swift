@@ -1,3 +1,4 @@
+import JSON
 import Store
 @testable import SyncAgent
 import Testing

@@ -1,3 +1,5 @@
+import JSON
+
 /// A requested revision of `open_revs`: found, or not in the tree.
 public enum OpenRevision: Sendable, Hashable {
     /// The revision, with its body.

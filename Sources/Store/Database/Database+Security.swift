@@ -1,3 +1,5 @@
+import JSON
+
 extension Database {
     /// The database's security object (CouchDB's `_security`: who administers
     /// and who may read and write it), `nil` when none was ever set. The store

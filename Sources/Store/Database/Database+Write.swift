@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import JSON
 
 extension Database {
     /// Writes documents in one transaction and returns a result per document, in order.

@@ -65,7 +65,8 @@ public final class Database: Sendable {
     let options: Options
     let writer: Writer
     let readers: Readers
-    let notifier: Notifier
+    /// The last committed sequence after each commit.
+    let notifier: Broadcast<UInt64>
     let attachments: AttachmentStore
     private let checkpointer: LogCheckpointer
     private let expirySweeper = Locked<Task<Void, Never>?>(nil)
@@ -94,7 +95,8 @@ public final class Database: Sendable {
         connection.resetStatements()
         self.uuid = meta.uuid
         self.attachments = try AttachmentStore(folder: path + ".attachments")
-        let notifier = Notifier()
+        // A slow consumer needs only the newest sequence.
+        let notifier = Broadcast<UInt64>(bufferingPolicy: .bufferingNewest(1))
         self.notifier = notifier
         let readers = Readers(path: path, count: max(1, options.readers))
         self.readers = readers
@@ -106,7 +108,7 @@ public final class Database: Sendable {
                                   deletedCount: meta.deletedCount, revsLimit: meta.revsLimit, queryIndexes: queryIndexes),
             logPath: path + "-wal",
             checkpointer: checkpointer,
-            committed: { notifier.publish($0) },
+            committed: { notifier.yield($0) },
             commitObserver: options.commitObserver,
             logGrew: { db in readers.pause { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } }
         )
@@ -166,7 +168,7 @@ public final class Database: Sendable {
 
     /// A stream of the last sequence after each commit that changed documents.
     /// It ends when the database is closed. A slow consumer sees only the newest value.
-    public func commits() -> AsyncStream<UInt64> { notifier.stream() }
+    public func commits() -> AsyncStream<UInt64> { notifier.subscribe() }
 
     /// Runs `work` on a read snapshot.
     func read<T: Sendable>(_ work: @Sendable (Connection) throws -> T) throws(StoreError) -> T {

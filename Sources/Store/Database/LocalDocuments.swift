@@ -1,3 +1,5 @@
+import JSON
+
 /// A local document: never replicated, never in the changes feed, no
 /// revision tree. Replication checkpoints live here.
 public struct LocalDocument: Sendable, Hashable {

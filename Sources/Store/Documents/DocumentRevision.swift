@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// One revision of a document as read from the store.
 public struct DocumentRevision: Sendable, Hashable {

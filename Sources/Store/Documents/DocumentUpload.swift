@@ -1,3 +1,5 @@
+import JSON
+
 /// A document to write, in CouchDB's JSON shape: `_id`, `_rev`, `_deleted`,
 /// `_revisions`, `_attachments` and the body's own fields.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The checks CouchDB makes on a document before writing it.
 enum DocumentValidation {

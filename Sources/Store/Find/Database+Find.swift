@@ -1,3 +1,5 @@
+import JSON
+
 /// The answer to a Mango query.
 public struct FindResult: Sendable {
     /// What a query cost, CouchDB's `execution_stats`.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A Mango query: the body of `POST /{db}/_find` (or `_explain`), parsed and checked
 /// once, with CouchDB's defaults and its errors for what it refuses.

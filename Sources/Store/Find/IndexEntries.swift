@@ -1,3 +1,5 @@
+import JSON
+
 /// The entries of the database's JSON indexes, brought up to date from the
 /// changes feed before a query reads them, as CouchDB updates its indexes.
 ///

@@ -1,4 +1,5 @@
 import Crypto
+import JSON
 
 /// A Mango JSON index: documents ordered by the values of some fields, in
 /// CouchDB collation, for `_find` to read a range of instead of every document.

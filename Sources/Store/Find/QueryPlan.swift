@@ -1,3 +1,5 @@
+import JSON
+
 /// Which index a `_find` reads and which range of it, chosen as CouchDB 3.5 chooses.
 ///
 /// A JSON index can serve a query when the selector requires every one of its

@@ -1,3 +1,5 @@
+import JSON
+
 /// A selector in CouchDB's normalized form: combinators over conditions on
 /// fields. Nested field names are joined into one dotted path, implicit `$and`
 /// and `$eq` are made explicit, and `$not`/`$nor` are pushed down to the fields

@@ -1,3 +1,5 @@
+import JSON
+
 /// CouchDB's view collation of JSON values.
 ///
 /// Values of different types order as `null < false < true < numbers < strings

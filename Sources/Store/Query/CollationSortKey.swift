@@ -1,3 +1,5 @@
+import JSON
+
 /// Sort keys for view collation: a byte string per JSON value whose unsigned
 /// lexicographic order (`memcmp`, a prefix first: SQLite's BLOB order) is the
 /// order ``Collation/compare(_:_:)`` gives the values.

@@ -1,3 +1,5 @@
+import JSON
+
 /// A dotted field name such as `"address.city"` or `"tags.0"`, split into its
 /// steps. `\.` stands for a dot inside a name, as in `"domain\.com"`.
 struct FieldPath: Sendable, Hashable {

@@ -1,3 +1,5 @@
+import JSON
+
 /// How a normalized selector decides, following CouchDB's `mango_selector:match`.
 extension Clause {
     /// Whether `value` satisfies the clause. An empty `$and` or `$or` matches.

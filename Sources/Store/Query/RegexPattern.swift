@@ -1,4 +1,5 @@
 import CPCRE2
+import JSON
 
 /// A `$regex` pattern, compiled once by PCRE2 and searched (unanchored, like
 /// `re:run` in CouchDB, whose regular expressions are PCRE's) in many strings.

@@ -1,3 +1,5 @@
+import JSON
+
 /// A Mango selector, parsed and validated once, then matched against many documents.
 ///
 /// Filtered replication and the `_changes?filter=_selector` feed decide with it

@@ -313,14 +313,14 @@ public final class Agent: Service, AgentStatusSource, Sendable {
                 uuid: identity.uuid, database: advertisedDatabases(configuration), port: UInt16(port), tls: true,
                 fingerprint: identity.id.fingerprint, name: Advertisement.defaultName(uuid: identity.uuid),
                 type: configuration.serviceType), logger: logger)
-            let browser = try Browser(type: configuration.serviceType, excluding: identity.uuid, logger: logger)
+            let browser = try Browser(type: configuration.serviceType, logger: logger)
             state.withLock {
                 $0.advertiser = advertiser
                 $0.browser = browser
             }
             advertiser.publish()
             Task { [addresses] in
-                for await event in browser.events() { addresses.discovered(event) }
+                for await event in browser.peerEvents(excluding: identity.uuid) { addresses.discovered(event) }
             }
             Task { [self] in
                 for await status in browser.statusUpdates() {

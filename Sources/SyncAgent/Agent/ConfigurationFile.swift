@@ -1,5 +1,6 @@
 import Discovery
 import Foundation
+import JSON
 import Store
 import TOMLKit
 

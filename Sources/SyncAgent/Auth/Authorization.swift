@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import Store
 
 /// What a principal may do in one database, from least to most.

@@ -1,3 +1,4 @@
+import JSON
 import Store
 
 /// CouchDB's database security object: `{"admins": {"names": [], "roles": []},

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import NIOCore
 import NIOHTTP1
 import Store

@@ -15,7 +15,7 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     private let empty: Value
     private let cache = Locked<(stamp: FileStamp, value: Value)?>(nil)
     /// Told after each change this value writes.
-    let changes = Broadcast<Void>()
+    let changes = Broadcast<Void>(bufferingPolicy: .bufferingNewest(1))
 
     /// The file at `path`; `empty` is its value while it does not exist.
     init(path: String, empty: Value) {

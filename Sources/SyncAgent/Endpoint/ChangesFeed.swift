@@ -1,3 +1,4 @@
+import JSON
 import Store
 
 /// A position in a changes feed. CouchDB's sequences are opaque JSON values

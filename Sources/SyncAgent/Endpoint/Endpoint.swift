@@ -1,3 +1,4 @@
+import JSON
 import Store
 
 /// One side of a replication: a database the replicator reads changes and

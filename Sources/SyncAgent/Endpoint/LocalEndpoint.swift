@@ -1,3 +1,4 @@
+import JSON
 import Store
 
 /// A database of this process's store as one side of a replication.

@@ -1,3 +1,4 @@
+import JSON
 import Locking
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 import NIOCore
 import Store
 

@@ -1,4 +1,4 @@
-import Store
+import JSON
 
 /// Splits a `_bulk_get` answer, `{"results": [element, ...]}`, into the bytes of each
 /// element of `results` as the answer arrives, so that one element at a time is parsed

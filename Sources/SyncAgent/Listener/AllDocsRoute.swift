@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import Store
 
 /// `GET/POST /{db}/_all_docs`: documents by id, with `keys` in the query or the POST body.

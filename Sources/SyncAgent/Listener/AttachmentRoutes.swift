@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSON
 import Store
 
 /// `GET/HEAD/PUT/DELETE /{db}/{docid}/{attachment}`: one attachment, streamed

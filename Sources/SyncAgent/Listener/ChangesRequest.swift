@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import JSON
 import Store
 
 /// A `_changes` request: which feed, from where, which changes, how to

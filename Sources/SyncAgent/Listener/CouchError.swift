@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import Store
 
 /// An error answer in CouchDB's form: an HTTP status and a `{"error", "reason"}` body.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JSON
 import Store
 
 /// `PUT/GET/HEAD/DELETE /{db}`, and `POST /{db}` (a new document).

@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import Store
 
 /// Mango queries and their indexes, as CouchDB 3.5 answers them:

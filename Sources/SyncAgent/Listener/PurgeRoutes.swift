@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import Store
 
 /// `POST /{db}/_purge` and `/{db}/_purge_infos_limit`: removing revisions as

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 
 /// The query string of a request, percent-decoded, with CouchDB's value forms:

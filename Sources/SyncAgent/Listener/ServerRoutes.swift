@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JSON
 import Store
 
 /// The server's own endpoints: welcome, `_up`, `_all_dbs`, `_uuids`, `_session`, `_pair`

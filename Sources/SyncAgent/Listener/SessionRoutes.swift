@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JSON
 import Store
 
 /// `GET/POST/DELETE /_session`: CouchDB's cookie authentication.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JSON
 import Store
 
 /// What this process is doing, in CouchDB 3.x's formats so tools that watch

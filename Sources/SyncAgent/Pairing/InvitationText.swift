@@ -1,5 +1,5 @@
-import Discovery
 import Foundation
+import QRCode
 
 /// An invitation as a person sees it: the QR code, the URL, who invites, and
 /// what it shares and for how long. What `syncd pair` and a new agent print.

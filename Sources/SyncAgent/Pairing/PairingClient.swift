@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import NIOCore
 import NIOSSL
 import Store

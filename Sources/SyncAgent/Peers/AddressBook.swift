@@ -25,10 +25,9 @@ public final class AddressBook: Sendable {
         var discovered: [String: [String]] = [:]
         var configured: [String: [String]] = [:]
         var recorded: [String: [String]] = [:]
-        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
-        var nextSubscriber = 0
     }
     private let state = Locked(State())
+    private let subscribers = Broadcast<String>(bufferingPolicy: .bufferingNewest(64))
 
     /// An empty book.
     public init() {}
@@ -52,7 +51,7 @@ public final class AddressBook: Sendable {
         let peer = event.peer
         var addresses: [String] = []
         if case .gone = event {} else {
-            // IPv4 first (PeerAddress's order); link-local IPv6 carries its `%interface` scope.
+            // IPv4 first (ServiceAddress's order); link-local IPv6 carries its `%interface` scope.
             addresses = peer.addresses.sorted().map { HostPort.join($0.host, Int(peer.port)) }
         }
         set(\.discovered, uuid: peer.uuid, addresses)
@@ -70,23 +69,16 @@ public final class AddressBook: Sendable {
 
     /// The UUIDs of peers whose candidates change, from now on.
     public func changes() -> AsyncStream<String> {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
-        let key = state.withLock { state in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: key) } }
-        return stream
+        subscribers.subscribe()
     }
 
     private func set(_ table: WritableKeyPath<State, [String: [String]]>, uuid: String, _ addresses: [String]) {
         let uuid = uuid.lowercased()
-        let listeners: [AsyncStream<String>.Continuation] = state.withLock { state in
-            guard state[keyPath: table][uuid] ?? [] != addresses else { return [] }
+        let changed = state.withLock { state in
+            guard state[keyPath: table][uuid] ?? [] != addresses else { return false }
             state[keyPath: table][uuid] = addresses.isEmpty ? nil : addresses
-            return Array(state.subscribers.values)
+            return true
         }
-        for listener in listeners { listener.yield(uuid) }
+        if changed { subscribers.yield(uuid) }
     }
 }

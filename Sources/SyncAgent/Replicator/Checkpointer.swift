@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 
 /// Reads and writes a replication's checkpoint, `_local/<replication id>`, on

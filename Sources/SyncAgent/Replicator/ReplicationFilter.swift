@@ -1,3 +1,4 @@
+import JSON
 import Store
 
 /// Which documents a replication carries. A push filter runs on the local

@@ -14,11 +14,11 @@ final class ReplicationProgress: Sendable {
         /// The changes completed when each recent batch's last sequence was reached:
         /// a session resuming from one of them counts the changes after it once.
         var completedAt: [(sequence: ChangeSequence, completed: Int)] = []
-        var nextSubscriber = 0
-        var subscribers: [Int: AsyncStream<ReplicationStatus>.Continuation] = [:]
     }
 
     private let state = Locked(State())
+    /// Yielded to with `state`'s lock held, so each subscriber sees the statuses in order, none twice.
+    private let subscribers = Broadcast<ReplicationStatus>(bufferingPolicy: .bufferingNewest(1))
 
     /// The status now.
     var status: ReplicationStatus { state.withLock { $0.status } }
@@ -31,18 +31,7 @@ final class ReplicationProgress: Sendable {
 
     /// A stream of statuses: the current one, then each change (a slow reader sees the newest).
     func updates() -> AsyncStream<ReplicationStatus> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ReplicationStatus.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state in
-            let id = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.subscribers[id] = continuation
-            continuation.yield(state.status)
-            return id
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
+        state.withLock { subscribers.subscribe(replaying: [$0.status]) }
     }
 
     /// A new session begins at `sequence`. The changes after it are read again,
@@ -140,21 +129,16 @@ final class ReplicationProgress: Sendable {
         }
     }
 
-    /// Ends every subscriber's stream.
+    /// Ends every subscriber's stream; a later run serves new subscribers.
     func finish() {
-        let continuations = state.withLock { state in
-            defer { state.subscribers.removeAll() }
-            return Array(state.subscribers.values)
-        }
-        for continuation in continuations { continuation.finish() }
+        subscribers.finishSubscribers()
     }
 
     private func update(_ change: (inout State) -> Void) {
-        let (status, continuations) = state.withLock { state in
+        state.withLock { state in
             let before = state.status
             change(&state)
-            return (state.status, state.status == before ? [] : Array(state.subscribers.values))
+            if state.status != before { subscribers.yield(state.status) }
         }
-        for continuation in continuations { continuation.yield(status) }
     }
 }

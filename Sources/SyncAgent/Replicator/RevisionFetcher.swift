@@ -1,4 +1,5 @@
 import AsyncAlgorithms
+import JSON
 import Logging
 import Store
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import NIOCore
 import NIOHTTP1
 import Store

@@ -39,8 +39,8 @@ public enum JSON: Sendable, Hashable {
             self.init(elements.map { (key: $0.0, value: $0.1) })
         }
 
-        /// Internal: members known to have distinct keys.
-        init(uniqueMembers: [(key: String, value: JSON)]) { members = uniqueMembers }
+        /// Members known to have distinct keys, unchecked: for Store, which builds them.
+        package init(uniqueMembers: [(key: String, value: JSON)]) { members = uniqueMembers }
 
         /// The number of members.
         public var count: Int { members.count }

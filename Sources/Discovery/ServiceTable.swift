@@ -9,36 +9,35 @@ struct ServiceKey: Hashable, Sendable {
 /// What one open resolver last reported for its ``ServiceKey``.
 struct Resolution: Hashable, Sendable {
     var hostName: String
-    var address: PeerAddress
+    var address: ServiceAddress
     var port: UInt16
     var txt: [String: String]
 }
 
-/// Folds per-interface, per-protocol resolver results into one ``Peer`` per instance name
-/// and says which ``PeerEvent`` each change makes. Pure, so its rules are tested directly.
-struct PeerTable: Sendable {
+/// Folds per-interface, per-protocol resolver results into one ``ServiceInstance`` per
+/// instance name and says which ``ServiceEvent`` each change makes, whatever the TXT
+/// holds. Pure, so its rules are tested directly.
+struct ServiceTable: Sendable {
     private struct Instance: Sendable {
         var resolutions: [ServiceKey: Resolution] = [:]
         var latest: ServiceKey?
-        var visible: Peer?
+        var visible: ServiceInstance?
     }
 
     let type: ServiceType
-    let excludedUUID: String?
     private var instances: [String: Instance] = [:]
 
-    init(type: ServiceType, excludedUUID: String?) {
+    init(type: ServiceType) {
         self.type = type
-        self.excludedUUID = excludedUUID
     }
 
-    /// The peers visible now, by name.
-    var peers: [Peer] {
+    /// The services visible now, by name.
+    var services: [ServiceInstance] {
         instances.values.compactMap(\.visible).sorted { $0.name < $1.name }
     }
 
     /// A resolver (re)reported `resolution` for `key`.
-    mutating func resolved(_ key: ServiceKey, _ resolution: Resolution) -> [PeerEvent] {
+    mutating func resolved(_ key: ServiceKey, _ resolution: Resolution) -> [ServiceEvent] {
         update(key) { instance in
             instance.resolutions[key] = resolution
             instance.latest = key
@@ -46,7 +45,7 @@ struct PeerTable: Sendable {
     }
 
     /// The browser withdrew `key`.
-    mutating func removed(_ key: ServiceKey) -> [PeerEvent] {
+    mutating func removed(_ key: ServiceKey) -> [ServiceEvent] {
         update(key) { instance in
             instance.resolutions[key] = nil
             if instance.latest == key { instance.latest = instance.resolutions.keys.first }
@@ -54,18 +53,18 @@ struct PeerTable: Sendable {
     }
 
     /// Everything is forgotten (the daemon connection went away).
-    mutating func removeAll() -> [PeerEvent] {
-        let gone = peers.map(PeerEvent.gone)
+    mutating func removeAll() -> [ServiceEvent] {
+        let gone = services.map(ServiceEvent.gone)
         instances = [:]
         return gone
     }
 
-    private mutating func update(_ key: ServiceKey, _ change: (inout Instance) -> Void) -> [PeerEvent] {
+    private mutating func update(_ key: ServiceKey, _ change: (inout Instance) -> Void) -> [ServiceEvent] {
         let id = Self.instanceID(key)
         var instance = instances[id] ?? Instance()
         let before = instance.visible
         change(&instance)
-        let after = peer(named: key.name, domain: key.domain, from: instance)
+        let after = service(named: key.name, domain: key.domain, from: instance)
         instance.visible = after
         instances[id] = instance.resolutions.isEmpty ? nil : instance
 
@@ -73,19 +72,15 @@ struct PeerTable: Sendable {
         case (nil, nil): return []
         case (nil, let new?): return [.appeared(new)]
         case (let old?, nil): return [.gone(old)]
-        case (let old?, let new?):
-            if old == new { return [] }
-            if old.uuid != new.uuid { return [.gone(old), .appeared(new)] }
-            return [.changed(new)]
+        case (let old?, let new?): return old == new ? [] : [.changed(new)]
         }
     }
 
-    private func peer(named name: String, domain: String, from instance: Instance) -> Peer? {
+    private func service(named name: String, domain: String, from instance: Instance) -> ServiceInstance? {
         guard let latestKey = instance.latest, let latest = instance.resolutions[latestKey] else { return nil }
-        guard let uuid = latest.txt[TXTKey.uuid], !uuid.isEmpty, uuid != excludedUUID else { return nil }
         let addresses = Set(instance.resolutions.values.map(\.address)).sorted()
-        return Peer(
-            uuid: uuid, name: name, type: type, domain: domain, hostName: latest.hostName,
+        return ServiceInstance(
+            name: name, type: type, domain: domain, hostName: latest.hostName,
             addresses: addresses, port: latest.port, txt: latest.txt
         )
     }

@@ -1,7 +1,6 @@
-/// A syncd node found on the LAN: who it is (UUID), where it listens and what it advertises.
-public struct Peer: Sendable, Hashable, Codable {
-    /// The node's stable UUID from its TXT record; replication checkpoints are keyed by it.
-    public var uuid: String
+/// A DNS-SD service instance found on the LAN: its name, where it listens and its TXT record.
+/// What the TXT means is for the caller to read (syncd's peers: SyncAgent's `Peer`).
+public struct ServiceInstance: Sendable, Hashable, Codable {
     /// The DNS-SD instance name, e.g. `syncd on alpha (1b4e28ba)`.
     public var name: String
     /// The service type it was found under.
@@ -10,19 +9,18 @@ public struct Peer: Sendable, Hashable, Codable {
     public var domain: String
     /// The mDNS host name the service points at, e.g. `alpha.local`.
     public var hostName: String
-    /// Every address the peer was resolved to, IPv4 first; link-local IPv6 carries its interface.
-    public var addresses: [PeerAddress]
-    /// The listener's TCP port.
+    /// Every address the service was resolved to, IPv4 first; link-local IPv6 carries its interface.
+    public var addresses: [ServiceAddress]
+    /// The service's TCP port.
     public var port: UInt16
     /// The TXT record, keys lowercased; the first of duplicate keys wins (RFC 6763 §6.4).
     public var txt: [String: String]
 
-    /// Creates a peer value.
+    /// Creates a service value.
     public init(
-        uuid: String, name: String, type: ServiceType, domain: String, hostName: String,
-        addresses: [PeerAddress], port: UInt16, txt: [String: String]
+        name: String, type: ServiceType, domain: String, hostName: String,
+        addresses: [ServiceAddress], port: UInt16, txt: [String: String]
     ) {
-        self.uuid = uuid
         self.name = name
         self.type = type
         self.domain = domain
@@ -31,19 +29,10 @@ public struct Peer: Sendable, Hashable, Codable {
         self.port = port
         self.txt = txt
     }
-
-    /// The database name the peer serves (`db`), if advertised.
-    public var database: String? { txt[TXTKey.database] }
-    /// Whether the peer's listener speaks HTTPS (`tls=1`).
-    public var usesTLS: Bool { txt[TXTKey.tls] == "1" }
-    /// The SHA-256 fingerprint of the peer's certificate (`fp`), to pin it when connecting.
-    public var fingerprint: String? { txt[TXTKey.fingerprint] }
-    /// The syncd protocol version the peer speaks (`proto`), if advertised.
-    public var protocolVersion: Int? { txt[TXTKey.protocolVersion].flatMap { Int($0) } }
 }
 
-/// One address a peer was resolved to.
-public struct PeerAddress: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+/// One address a service was resolved to.
+public struct ServiceAddress: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
     /// The address family.
     public enum Family: String, Sendable, Hashable, Codable {
         /// IPv4.
@@ -95,26 +84,26 @@ public struct PeerAddress: Sendable, Hashable, Codable, Comparable, CustomString
     public var description: String { host }
 
     /// IPv4 before IPv6, then by text, then by interface: a stable order for display and comparison.
-    public static func < (lhs: PeerAddress, rhs: PeerAddress) -> Bool {
+    public static func < (lhs: ServiceAddress, rhs: ServiceAddress) -> Bool {
         if lhs.family != rhs.family { return lhs.family == .ipv4 }
         if lhs.ip != rhs.ip { return lhs.ip < rhs.ip }
         return lhs.interfaceIndex < rhs.interfaceIndex
     }
 }
 
-/// What a ``Browser`` reports about peers of its service type.
-public enum PeerEvent: Sendable, Hashable {
-    /// A peer was found and resolved.
-    case appeared(Peer)
-    /// A known peer's addresses, port or TXT changed; carries the new value.
-    case changed(Peer)
-    /// A peer withdrew its advertisement (or this node lost its view of the LAN); carries the last value.
-    case gone(Peer)
+/// What a ``Browser`` reports about services of its type.
+public enum ServiceEvent: Sendable, Hashable {
+    /// A service was found and resolved.
+    case appeared(ServiceInstance)
+    /// A known service's addresses, port or TXT changed; carries the new value.
+    case changed(ServiceInstance)
+    /// A service withdrew its advertisement (or this node lost its view of the LAN); carries the last value.
+    case gone(ServiceInstance)
 
-    /// The peer the event is about.
-    public var peer: Peer {
+    /// The service the event is about.
+    public var service: ServiceInstance {
         switch self {
-        case .appeared(let peer), .changed(let peer), .gone(let peer): peer
+        case .appeared(let service), .changed(let service), .gone(let service): service
         }
     }
 }

@@ -39,7 +39,7 @@ extension JSON {
 
     /// Appends an object of `members`, in key order with `sortedKeys`, leaving
     /// out the members `omit` names. Sorts positions, not the members themselves.
-    static func writeObject(
+    package static func writeObject(
         _ members: [(key: String, value: JSON)], to output: inout [UInt8], sortedKeys: Bool,
         omit: (String) -> Bool = { _ in false }
     ) {

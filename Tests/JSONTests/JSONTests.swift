@@ -1,5 +1,5 @@
+import JSON
 import XCTest
-@testable import Store
 
 /// The JSON parser and serializer.
 final class JSONTests: XCTestCase {

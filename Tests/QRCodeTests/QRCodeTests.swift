@@ -1,5 +1,5 @@
-import Discovery
 import Foundation
+import QRCode
 import TestBed
 import Testing
 
