@@ -103,9 +103,11 @@ let package = Package(
         ),
 
         .executableTarget(name: "store-crash-writer", dependencies: ["Store"], path: "Tests/StoreCrashWriter"),
+        // ICU's root collator, the oracle CollationICUTests compares Store's collation with (tests only).
+        .target(name: "CICU", path: "Tests/CICU", linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Store", "CSQLite", "CICU", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),
