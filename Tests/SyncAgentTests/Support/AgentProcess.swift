@@ -140,6 +140,7 @@ extension AgentProcess {
             var statuses: [AgentStatus] = []
             for agent in agents { statuses.append(try await agent.status()) }
             let byUUID = Dictionary(statuses.map { ($0.node.uuid.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+            var between = 0  // replications whose source is one of `agents`: none would make this vacuous
             for status in statuses {
                 for replication in status.replications {
                     guard replication.state == "idle" else { return false }
@@ -147,9 +148,10 @@ extension AgentProcess {
                           let source = byUUID[peer.uuid.lowercased()] else { continue }  // not one of `agents`
                     let sequence = source.databases.first { $0.name == replication.database }?.updateSeq
                     guard replication.checkpointedSeq == sequence || (filtered && replication.changesPending == 0) else { return false }
+                    between += 1
                 }
             }
-            return true
+            return between > 0
         }
     }
 }
