@@ -112,11 +112,13 @@ let package = Package(
         ),
 
         .executableTarget(name: "store-crash-writer", dependencies: ["JSON", "Store"], path: "Tests/StoreCrashWriter"),
+        // ICU's root collator, the oracle CollationICUTests compares Store's collation with (tests only).
+        .target(name: "CICU", path: "Tests/CICU", linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["JSON", "Store", "CSQLite", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["JSON", "Store", "CSQLite", "CICU", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),

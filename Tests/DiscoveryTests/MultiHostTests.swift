@@ -127,9 +127,12 @@ struct MultiHostTests {
                 #expect(EventLine(browse.output)?.reason == reason, "\(browse.output)")
             }
             let advertiser = try a.advertise(uuid: newUUID(), port: 6300)
-            let (_, event) = try await advertiser.waitForEvent { $0.event == "unavailable" }
+            let (waiting, event) = try await advertiser.waitForEvent { $0.event == "unavailable" }
             #expect(event.reason == "noBus")
-            try await Task.sleep(for: .seconds(1))
+            // No bus is reported, not fatal: once a bus and a daemon are there, it advertises.
+            try a.startDBus()
+            try a.startAvahi()
+            try await advertiser.waitForEvent(from: waiting + 1) { $0.event == "established" }
             #expect(advertiser.isRunning, "no bus is reported, not fatal")
         }
     }
@@ -165,12 +168,18 @@ struct MultiHostTests {
 
     @Test func separateServiceTypesDoNotSeeEachOther() async throws {
         try await TestBed.with(hosts: 2) { bed in
-            let (mine, theirs) = (newUUID(), newUUID())
+            let (mine, theirs, later) = (newUUID(), newUUID(), newUUID())
             _ = try bed["a"].advertise(uuid: mine, port: 6500, type: "_syncd-blue._tcp")
             _ = try bed["a"].advertise(uuid: theirs, port: 6501)
             let watcher = try bed["b"].watchPeers(type: "_syncd-blue._tcp")
             try await watcher.waitForEvent { $0.event == "appeared" && $0.peer?.uuid == mine }
-            try await Task.sleep(for: .seconds(1.5))
+            // B knows the other type's service, and a blue one announced after it reaches the
+            // blue watcher: had that watcher been told of the other, it would have been before.
+            let everyType = try bed["b"].watchPeers()
+            try await everyType.waitForEvent { $0.event == "appeared" && $0.peer?.uuid == theirs }
+            let laterAdvertiser = try bed["a"].advertise(uuid: later, port: 6502, type: "_syncd-blue._tcp")
+            try await watcher.waitForEvent { $0.event == "appeared" && $0.peer?.uuid == later }
+            #expect(laterAdvertiser.isRunning)
             #expect(!watcher.events.contains { $0.peer?.uuid == theirs })
         }
     }

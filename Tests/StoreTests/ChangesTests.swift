@@ -64,15 +64,18 @@ final class ChangesTests: DatabaseTestCase {
     func testChangeFeedDeliversNewCommitsWithoutPolling() async throws {
         try await database.put(["_id": "before"])
         let feed = database.changeFeed(ChangesOptions())
+        let (pages, page) = AsyncStream.makeStream(of: Void.self)
         let reader = Task { () throws -> [String] in
             var ids: [String] = []
-            for try await page in feed {
-                ids += page.map(\.id)
+            for try await changes in feed {
+                ids += changes.map(\.id)
+                if !changes.isEmpty { page.yield() }
                 if ids.count == 3 { break }
             }
             return ids
         }
-        try await Task.sleep(for: .milliseconds(50))
+        // The feed has given what was there; what follows it must wait for.
+        for await _ in pages { break }
         try await database.put(["_id": "after1"])
         try await database.put(["_id": "after2"])
         let ids = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -91,13 +94,17 @@ final class ChangesTests: DatabaseTestCase {
 
     func testChangeFeedEndsWhenTheDatabaseCloses() async throws {
         let feed = database.changeFeed(ChangesOptions())
+        let (pages, page) = AsyncStream.makeStream(of: Void.self)
         let reader = Task { () throws -> Int in
             var count = 0
-            for try await page in feed { count += page.count }
+            for try await changes in feed {
+                count += changes.count
+                if !changes.isEmpty { page.yield() }
+            }
             return count
         }
         try await database.put(["_id": "x"])
-        try await Task.sleep(for: .milliseconds(100))
+        for await _ in pages { break }  // the feed has delivered it
         database.close()
         let count = try await reader.value
         XCTAssertEqual(count, 1)

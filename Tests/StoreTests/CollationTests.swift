@@ -14,21 +14,34 @@ final class CollationTests: XCTestCase {
     ]
 
     func testDocumentedOrderIsStrictlyIncreasing() {
-        let values = Self.documentedOrder
+        Self.assertStrictlyIncreasing(Self.documentedOrder)
+    }
+
+    func testSortingShuffledValuesRestoresDocumentedOrder() {
+        Self.assertSortingShuffledRestores(Self.documentedOrder, seed: 42, times: 20)
+    }
+
+    /// Asserts that each of `values` collates before every later one, by
+    /// ``Collation/compare(_:_:)`` both ways round and by the values' sort keys.
+    static func assertStrictlyIncreasing(_ values: [JSON], file: StaticString = #filePath, line: UInt = #line) {
+        let keys = values.map(CollationSortKey.of)
         for i in values.indices {
-            XCTAssertEqual(Collation.compare(values[i], values[i]), 0, "\(values[i]) == itself")
+            XCTAssertEqual(Collation.compare(values[i], values[i]), 0, "\(values[i]) == itself", file: file, line: line)
             for j in values.indices where j > i {
-                XCTAssertLessThan(Collation.compare(values[i], values[j]), 0, "\(values[i]) < \(values[j])")
-                XCTAssertGreaterThan(Collation.compare(values[j], values[i]), 0, "\(values[j]) > \(values[i])")
+                XCTAssertLessThan(Collation.compare(values[i], values[j]), 0, "\(values[i]) < \(values[j])", file: file, line: line)
+                XCTAssertGreaterThan(Collation.compare(values[j], values[i]), 0, "\(values[j]) > \(values[i])", file: file, line: line)
+                XCTAssertTrue(keys[i].lexicographicallyPrecedes(keys[j]), "sort key: \(values[i]) < \(values[j])", file: file, line: line)
             }
         }
     }
 
-    func testSortingShuffledValuesRestoresDocumentedOrder() {
-        var generator = SplitMix(seed: 42)
-        for _ in 0..<20 {
-            let shuffled = Self.documentedOrder.shuffled(using: &generator)
-            XCTAssertEqual(shuffled.sorted { Collation.compare($0, $1) < 0 }, Self.documentedOrder)
+    /// Asserts that sorting `values`, shuffled `times` times, restores their order.
+    static func assertSortingShuffledRestores(_ values: [JSON], seed: UInt64, times: Int,
+                                              file: StaticString = #filePath, line: UInt = #line) {
+        var generator = SplitMix(seed: seed)
+        for _ in 0..<times {
+            let shuffled = values.shuffled(using: &generator)
+            XCTAssertEqual(shuffled.sorted { Collation.compare($0, $1) < 0 }, values, file: file, line: line)
         }
     }
 

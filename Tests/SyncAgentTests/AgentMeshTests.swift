@@ -79,10 +79,11 @@ final class AgentMeshTests: XCTestCase {
                     return seen.allSatisfy { $0 == seen[0] } && seen[0]?["_conflicts"]?.arrayValue?.count == 1
                 }
             }
-            // Converged: the update sequences stay still.
+            // Converged: the update sequences stay still. Once every replication has read all of
+            // its source's feed with nothing left to write, none has moved.
             var before: [JSON?] = []
             for agent in agents { before.append(try await agent.info("syncd")["update_seq"]) }
-            try await Task.sleep(for: .seconds(10))
+            try await AgentProcess.waitUntilQuiet(agents)
             for (agent, sequence) in zip(agents, before) {
                 let now = try await agent.info("syncd")["update_seq"]
                 XCTAssertEqual(now, sequence, "\(agent.directory) still changes after converging")
@@ -99,14 +100,14 @@ final class AgentMeshTests: XCTestCase {
             try await b.bulk("syncd", (0..<100).map { ["_id": .string("before\($0)")] })
             try await a.waitUntil("A has B's first documents") { try await a.ids("syncd").count == 100 }
 
-            // B moves while it writes.
+            // B moves while it writes: once A has some of what B writes, and before B is done.
             let writing = Task {
                 for batch in 0..<20 {
                     try await b.bulk("syncd", (0..<10).map { ["_id": .string("during\(batch * 10 + $0)")] })
                     try await Task.sleep(for: .milliseconds(200))
                 }
             }
-            try await Task.sleep(for: .seconds(1))
+            try await a.waitUntil("A has some of what B writes") { try await a.ids("syncd").count >= 120 }
             if ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil { print("moving at \(Date())") }
             try bed["b"].setIPv4("10.213.0.77")
             try await writing.value

@@ -69,9 +69,10 @@ final class AgentTests: XCTestCase {
             return onA?["_conflicts"] != nil && onA?["_rev"] == onB?["_rev"] && onA?["_conflicts"] == onB?["_conflicts"]
         }
 
-        // Converged: nothing goes back and forth any more.
+        // Converged: nothing goes back and forth any more. Once both have read all of the other's
+        // feed with nothing left to write, neither sequence has moved.
         let beforeA = try await a.info("syncd")["update_seq"], beforeB = try await b.info("syncd")["update_seq"]
-        try await Task.sleep(for: .seconds(3))
+        try await AgentProcess.waitUntilQuiet([a, b])
         let afterA = try await a.info("syncd")["update_seq"], afterB = try await b.info("syncd")["update_seq"]
         XCTAssertEqual(beforeA, afterA, "A's update sequence still moves")
         XCTAssertEqual(beforeB, afterB, "B's update sequence still moves")
@@ -107,7 +108,8 @@ final class AgentTests: XCTestCase {
         try await b.bulk("syncd", [["_id": "wanted"], ["_id": "unwanted"]])
         try await b.waitUntil("B has A's public documents") { try await b.ids("syncd").isSuperset(of: ["p1", "p2"]) }
         try await a.waitUntil("A has the wanted document") { try await a.ids("syncd").contains("wanted") }
-        try await Task.sleep(for: .seconds(2))
+        // Each side has read all of the other's feed: what has not crossed now never will.
+        try await AgentProcess.waitUntilQuiet([a, b], filtered: true)
         let onB = try await b.ids("syncd")
         let onA = try await a.ids("syncd")
         XCTAssertEqual(onB, ["p1", "p2", "wanted", "unwanted"])
@@ -185,7 +187,22 @@ final class AgentTests: XCTestCase {
                                                  environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(directory.path)/no-bus"])
         defer { agent.stop() }
         try await agent.waitUntil("discovery is unavailable") { try await agent.status().discovery.state == "unavailable" }
-        try await Task.sleep(for: .seconds(5))  // the browser retries every 2 s
+        // A bus appears where the agent looks for one, still without avahi-daemon: a retry finds it
+        // and waits for the daemon. The reason changes; the state does not, and is not warned again.
+        let busConfiguration = directory.path + "/bus.conf"
+        try """
+            <busconfig>
+              <type>custom</type>
+              <listen>unix:path=\(directory.path)/no-bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
+            </busconfig>
+            """.write(toFile: busConfiguration, atomically: true, encoding: .utf8)
+        let bus = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(busConfiguration)", "--nofork", "--nosyslog"])
+        defer { bus.stop(grace: .seconds(1)) }
+        try await agent.waitUntil("a retry finds the bus and waits for avahi-daemon", timeout: .seconds(20)) {
+            try await agent.status().discovery.reason?.contains("avahi-daemon is not running") == true
+        }
         let warnings = agent.process.errorText.split(separator: "\n").filter { $0.contains("discovery unavailable") }
         XCTAssertEqual(warnings.count, 1, agent.process.errorText)
         let state = try await agent.status().discovery.state

@@ -128,7 +128,14 @@ final class HostileInputTests: XCTestCase {
         let waiting = try RawHTTPConnection(url: server.adminURL)
         defer { waiting.close() }
         try waiting.get("/db/_changes?feed=longpoll&since=now&timeout=60000")
-        try await Task.sleep(for: .seconds(1))
+        // Both are being answered: three GETs in progress with the one that asks.
+        try await waitUntil("both requests are in progress") {
+            let metrics = try await HTTP.request(.GET, server.adminURL + "/_node/_local/_prometheus").text
+            let active = metrics.split(separator: "\n").first {
+                $0.hasPrefix("http_server_active_requests{") && $0.contains(#"http_request_method="GET""#)
+            }
+            return active.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } == 3
+        }
         let status = await server.stop()
         XCTAssertNotEqual(status, -1, "still running 20 s after SIGTERM")
     }

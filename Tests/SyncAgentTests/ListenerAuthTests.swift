@@ -80,8 +80,7 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertTrue(logout.header("Set-Cookie")?.hasPrefix("AuthSession=;") ?? false)
 
         // A new password ends sessions made with the old one.
-        try server.listener.node.users.setPassword("changed", for: "bob")
-        try await Task.sleep(for: .milliseconds(10))
+        try server.listener.node.users.setPassword("changed", for: "bob")  // in effect when it returns
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db", headers: [("Cookie", cookie)]).status, 401)
     }
 

@@ -95,7 +95,7 @@ final class ListenerChangesTests: XCTestCase {
         let server = try await startListener()
         let db = try await database(server, docs: [["_id": "a"]])
         let waiting = Task { try await HTTP.json(.GET, db + "/_changes?feed=longpoll&since=1&timeout=20000") }
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the longpoll waits") { server.listener.openFeeds == 1 }
         _ = try await HTTP.json(.PUT, db + "/b", ["x": 1])
         let answer = try await waiting.value
         XCTAssertEqual(answer.json["results"]?.arrayValue?.map { $0["id"] }, ["b"])

@@ -49,7 +49,8 @@ final class PairingTests: XCTestCase {
     }
 
     func testWrongExpiredCancelledAndGuessedSecretsAreRefusedAndRecordNothing() async throws {
-        let a = try await startListener { $0.tls = true }
+        let clock = ManualClock()  // A's time, for its invitations
+        let a = try await startListener(clock: clock) { $0.tls = true }
         let b = try await startListener { $0.tls = true }
         func refusal(_ invitation: InvitationURL) async -> PairingError? {
             do {
@@ -65,8 +66,10 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(wrongRefusal, .invitationRefused("no such invitation: the secret is wrong"))
         XCTAssertEqual(wrongRefusal?.description, "pairing refused: no such invitation: the secret is wrong")
 
-        let expiring = try a.invite(lifetime: .seconds(1))
-        try await Task.sleep(for: .milliseconds(1200))
+        let expiring = try a.invite(lifetime: .seconds(60))
+        clock.advance(by: 59)
+        XCTAssertEqual(try a.listener.node.invitations.all().last?.isOpen(at: clock.now), true, "open until its lifetime is over")
+        clock.advance(by: 1)
         let expiredRefusal = await refusal(expiring)
         XCTAssertEqual(expiredRefusal, .invitationRefused("the invitation expired"))
 
@@ -90,7 +93,7 @@ final class PairingTests: XCTestCase {
         XCTAssertEqual(reason, "Too many failed pairing attempts from this address; retry later.")
         let goodButLimited = await refusal(good)
         guard case .rateLimited? = goodButLimited else { return XCTFail("the limit holds for every secret") }
-        XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen() }.count, 1, "a limited attempt spends nothing")
+        XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen(at: clock.now) }.count, 1, "a limited attempt spends nothing")
     }
 
     func testAURLWithAnotherNodesIDOrUUIDIsRefusedBeforeTheSecretIsSent() async throws {

@@ -101,11 +101,13 @@ import Testing
     @Test func interruptingAnOfflineContinuousReplicationIsNoError() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-offline")
         defer { directory.remove() }
-        let run = try ReplicateProcess(["replicate", "http://127.0.0.1:1/db", "copy", "--continuous", "--data", directory.path],
-                                       captureErrors: true)
-        try await Task.sleep(for: .seconds(3))  // past the first refused attempt: offline, retrying
+        let run = try SyncdRun(["replicate", "http://127.0.0.1:1/db", "copy", "--continuous", "--data", directory.path + "/data"],
+                               in: directory.path)
+        // Past the first refused attempt: offline, retrying.
+        #expect(await run.waitForOutput("offline"), "\(run.output) \(run.errors)")
         kill(run.process.processIdentifier, SIGINT)
-        let (status, output) = await run.finish()
+        let status = await run.finish()
+        let output = run.output
         #expect(output.contains("offline"), "\(output)")
         #expect(output.contains("connection refused"), "\(output)")
         #expect(status == 0, "\(output) \(run.errors)")

@@ -50,21 +50,14 @@ import Testing
         let server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
         #expect(try await HTTP.json(.PUT, server.adminURL + "/feed").status == 201)
         #expect(try await HTTP.json(.PUT, server.adminURL + "/feed/first", ["v": 1]).status == 201)
-        let replicate = try ReplicateProcess(["replicate", server.adminURL + "/feed", "mirror", "--continuous",
-                                              "--data", directory.path + "/client"])
-        // Wait until the first document is through (the process then follows the continuous feed).
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline, !FileManager.default.fileExists(atPath: directory.path + "/client") {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try await Task.sleep(for: .seconds(1))
-        let pid = replicate.process.processIdentifier
-        kill(pid, SIGTERM)
+        try FileManager.default.createDirectory(atPath: directory.path + "/output", withIntermediateDirectories: false)
+        let replicate = try SyncdRun(["replicate", server.adminURL + "/feed", "mirror", "--continuous",
+                                      "--data", directory.path + "/client"], in: directory.path + "/output")
+        // The first document is through; the process then follows the continuous feed.
+        #expect(await replicate.waitForOutput("written 1"), "\(replicate.output)")
         // One that never stops is killed after a minute (a hang, not slowness) and fails on its status.
-        let hung = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: hung)
-        let (status, output) = await replicate.finish()
-        hung.cancel()
+        let status = await replicate.stop()
+        let output = replicate.output
         await server.stop()
         #expect(status == 0, "\(output)")
         #expect(output.contains("written 1"))

@@ -35,10 +35,10 @@ public final class Node: Sendable {
     /// Claims `directory` (throws ``DataDirectoryError/inUse(_:pid:)`` if another process holds it)
     /// and opens what it keeps, making the identity on first use. `name`, when given, is recorded
     /// as the node's; otherwise the recorded one (else the host name) is used. `users` replaces
-    /// the directory's user store (tests hash with fewer rounds). The store's commits are timed
-    /// into ``SyncdMetrics``.
-    public init(directory: String, name: String? = nil, users: UserStore? = nil, activeTasks: ActiveTasks = ActiveTasks(),
-                logger: Logger = Logger(label: "syncd.node")) throws {
+    /// the directory's user store (tests hash with fewer rounds); `now` is the invitations' clock
+    /// (tests set it). The store's commits are timed into ``SyncdMetrics``.
+    public init(directory: String, name: String? = nil, users: UserStore? = nil, now: (@Sendable () -> Date)? = nil,
+                activeTasks: ActiveTasks = ActiveTasks(), logger: Logger = Logger(label: "syncd.node")) throws {
         lock = try DataDirectoryLock(directory: directory)
         var options = Database.Options()
         options.commitObserver = SyncdMetrics.storeCommitObserver
@@ -52,7 +52,7 @@ public final class Node: Sendable {
         self.name = name ?? NodeName.of(directory: directory)
         self.users = users ?? UserStore(directory: directory)
         peers = PeerStore(directory: directory)
-        invitations = InvitationStore(directory: directory)
+        invitations = now.map { InvitationStore(directory: directory, now: $0) } ?? InvitationStore(directory: directory)
         self.activeTasks = activeTasks
     }
 

@@ -41,10 +41,13 @@ public final class InvitationStore: Sendable {
         var invitations: [Invitation] = []
     }
     private let file: StateFile<File>
+    /// The time, for making, using and cancelling invitations (a test's clock in tests).
+    private let now: @Sendable () -> Date
 
-    /// The invitations of the data directory `directory`.
-    public init(directory: String) {
+    /// The invitations of the data directory `directory`, made and checked at the times `now` tells.
+    public init(directory: String, now: @escaping @Sendable () -> Date = { Date() }) {
         file = StateFile(path: directory + "/invitations.json", empty: File())
+        self.now = now
     }
 
     /// Tells of each change made through this store (made, used, reopened, cancelled),
@@ -55,7 +58,7 @@ public final class InvitationStore: Sendable {
     /// (128 random bits, base32), which is shown once and kept nowhere.
     public func create(databases: [String], lifetime: Duration) throws -> (invitation: Invitation, secret: String) {
         let secret = Base32.encode((0..<16).map { _ in UInt8.random(in: .min ... .max) }).lowercased()
-        let now = Date()
+        let now = self.now()
         let invitation = Invitation(
             handle: Hex.string((0..<4).map { _ in UInt8.random(in: .min ... .max) }),
             secretHash: Self.hash(secret), databases: databases, created: now,
@@ -71,7 +74,7 @@ public final class InvitationStore: Sendable {
     /// it is spent from now on. Throws why it cannot be used.
     func redeem(secret: String, by uuid: String) throws(PairingError) -> Invitation {
         let hash = Self.hash(secret)
-        let now = Date()
+        let now = self.now()
         let outcome: Result<Invitation, PairingError>
         do {
             outcome = try file.update { file in
@@ -107,9 +110,10 @@ public final class InvitationStore: Sendable {
     /// Cancels the open invitations (only the one with `handle`, if given); returns how many.
     @discardableResult
     public func cancel(handle: String? = nil) throws -> Int {
-        try file.update { file in
+        let now = self.now()
+        return try file.update { file in
             var count = 0
-            for index in file.invitations.indices where file.invitations[index].isOpen()
+            for index in file.invitations.indices where file.invitations[index].isOpen(at: now)
                 && (handle == nil || file.invitations[index].handle == handle) {
                 file.invitations[index].cancelled = true
                 count += 1

@@ -129,3 +129,30 @@ final class AgentProcess: Sendable {
         return process.exitStatus
     }
 }
+
+extension AgentProcess {
+    /// Waits until `agents` are quiet: every replication between them is idle and has
+    /// checkpointed its source's current sequence, so each has read all there is and
+    /// none has anything left to write. Until something new is written, nothing moves.
+    /// A `filtered` replication checkpoints the last change it was sent, which may be
+    /// older than its source's sequence: it is quiet when idle with no change pending.
+    static func waitUntilQuiet(_ agents: [AgentProcess], filtered: Bool = false, timeout: Duration = .seconds(60)) async throws {
+        try await agents[0].waitUntil("the agents fall quiet", timeout: timeout) {
+            var statuses: [AgentStatus] = []
+            for agent in agents { statuses.append(try await agent.status()) }
+            let byUUID = Dictionary(statuses.map { ($0.node.uuid.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+            var between = 0  // replications whose source is one of `agents`: none would make this vacuous
+            for status in statuses {
+                for replication in status.replications {
+                    guard replication.state == "idle" else { return false }
+                    guard let peer = status.peers.first(where: { $0.name == replication.with }),
+                          let source = byUUID[peer.uuid.lowercased()] else { continue }  // not one of `agents`
+                    let sequence = source.databases.first { $0.name == replication.database }?.updateSeq
+                    guard replication.checkpointedSeq == sequence || (filtered && replication.changesPending == 0) else { return false }
+                    between += 1
+                }
+            }
+            return between > 0
+        }
+    }
+}

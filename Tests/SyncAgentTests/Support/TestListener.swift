@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import ServiceLifecycle
 import Store
@@ -46,8 +47,9 @@ final class TestListener: Sendable {
     }
 
     /// Starts a listener; `configure` adjusts the configuration (host and port stay loopback and 0).
-    /// Users can be added before it starts with `users`.
-    static func start(directory: String? = nil, users: [String: String] = [:],
+    /// Users can be added before it starts with `users`; its invitations are made and checked at
+    /// `clock`'s times when given.
+    static func start(directory: String? = nil, users: [String: String] = [:], clock: ManualClock? = nil,
                       configure: (inout ListenerConfiguration) -> Void = { _ in }) async throws -> TestListener {
         let temporary = directory == nil ? try TemporaryDirectory(prefix: "syncd-listener") : nil
         let path = directory ?? temporary!.path
@@ -60,7 +62,10 @@ final class TestListener: Sendable {
         for (name, password) in users { try store.setPassword(password, for: name) }
         var logger = Logger(label: "test.listener")
         logger.logLevel = .warning
-        let listener = Listener(node: try Node(directory: path, users: store, logger: logger), configuration: configuration, logger: logger)
+        var now: (@Sendable () -> Date)?
+        if let clock { now = { clock.now } }
+        let node = try Node(directory: path, users: store, now: now, logger: logger)
+        let listener = Listener(node: node, configuration: configuration, logger: logger)
         let (urls, continuation) = AsyncStream.makeStream(of: String.self)
         let service = try listener.service { url in
             continuation.yield(url)
@@ -101,6 +106,17 @@ final class TestListener: Sendable {
     }
 }
 
+/// A time that moves only when a test moves it, for what production code times with an injected `now`.
+final class ManualClock: Sendable {
+    private let time: Locked<Date>
+
+    init(_ start: Date = Date()) { time = Locked(start) }
+
+    var now: Date { time.withLock { $0 } }
+
+    func advance(by interval: TimeInterval) { time.withLock { $0 += interval } }
+}
+
 /// A failure of the test machinery itself.
 struct TestSupportError: Error, CustomStringConvertible {
     let description: String
@@ -109,9 +125,9 @@ struct TestSupportError: Error, CustomStringConvertible {
 
 extension XCTestCase {
     /// Starts a ``TestListener`` that is stopped when the test ends.
-    func startListener(directory: String? = nil, users: [String: String] = [:],
+    func startListener(directory: String? = nil, users: [String: String] = [:], clock: ManualClock? = nil,
                        configure: (inout ListenerConfiguration) -> Void = { _ in }) async throws -> TestListener {
-        let server = try await TestListener.start(directory: directory, users: users, configure: configure)
+        let server = try await TestListener.start(directory: directory, users: users, clock: clock, configure: configure)
         addTeardownBlock { await server.stop() }
         return server
     }
