@@ -47,7 +47,7 @@ final class PeerDialer: Sendable {
                 return try await PeerTrust.fetchCertificate(host: host, port: port, expected: expected, endpoint: address,
                                                             deadline: ReplicatorTuning.peerProbeDeadline)
             }, discard: { _ in }) {
-            case .won(_, let read):
+            case .won(let read):
                 certificate = read
                 self.certificate.withLock { $0 = read }
             case .lost(let why):
@@ -72,14 +72,14 @@ final class PeerDialer: Sendable {
             if connection !== current { await connection.shutdown() }
         })
         switch raced {
-        case .won(_, let connection): return .reached(connection)
+        case .won(let connection): return .reached(connection)
         case .lost(let why): return .failed(why)
         }
     }
 
     /// What a race of the candidates found.
     private enum Raced<Value> {
-        case won(String, Value)
+        case won(Value)
         /// Why each candidate failed, joined.
         case lost(String)
     }
@@ -92,7 +92,7 @@ final class PeerDialer: Sendable {
         discard: @escaping @Sendable (Value) async -> Void
     ) async -> Raced<Value> {
         guard !candidates.isEmpty else { return .lost("no address known") }
-        let (results, continuation) = AsyncStream.makeStream(of: (String, Result<Value, EndpointError>).self)
+        let (results, continuation) = AsyncStream.makeStream(of: Result<Value, EndpointError>.self)
         let decided = Locked(false)
         let attempts = candidates.map { candidate in
             Task {
@@ -102,17 +102,17 @@ final class PeerDialer: Sendable {
                         defer { decided = true }
                         return !decided
                     }
-                    if first { continuation.yield((candidate, .success(value))) } else { await discard(value) }
+                    if first { continuation.yield(.success(value)) } else { await discard(value) }
                 } catch {
-                    continuation.yield((candidate, .failure(error)))
+                    continuation.yield(.failure(error))
                 }
             }
         }
         defer { for attempt in attempts { attempt.cancel() } }
         var failures: [String] = []
-        for await (address, result) in results {
+        for await result in results {
             switch result {
-            case .success(let value): return .won(address, value)
+            case .success(let value): return .won(value)
             case .failure(let error): failures.append(PeerLink.place(error.reason, at: error.endpoint))
             }
             if failures.count == candidates.count { break }
