@@ -54,30 +54,31 @@ public final class RemoteEndpoint: Endpoint {
     private let pinnedCertificate = Locked<NIOSSLCertificate?>(nil)
     /// Why the endpoint cannot make requests at all (its trust settings cannot be used); every request throws it.
     private let setupError: EndpointError?
-    private let isShutDown = Atomic<Bool>(false)
+    /// Whether the client is shut down, or is not this endpoint's to shut down.
+    private let isShutDown: Atomic<Bool>
     /// Whether the server answered `_bulk_get`; `nil` until asked.
     let bulkGetSupported = Locked<Bool?>(nil)
 
-    /// An endpoint for `configuration`; no request is made until the replication starts.
-    public init(_ configuration: Configuration, logger: Logger = Logger(label: "syncd.endpoint")) {
+    /// An endpoint for `configuration`, with an HTTP client of its own; no request is made until the replication starts.
+    public convenience init(_ configuration: Configuration, logger: Logger = Logger(label: "syncd.endpoint")) {
+        let (client, problem) = Self.makeClient(trust: configuration.trust, identity: configuration.clientIdentity,
+                                                connectTimeout: configuration.connectTimeout, readTimeout: configuration.requestTimeout,
+                                                connectionsPerHost: ReplicatorTuning.connectionsPerHost)
+        self.init(configuration, client: client, ownsClient: true,
+                  setupError: problem.map { .unreachable(configuration.url.description, $0) }, logger: logger)
+    }
+
+    /// An endpoint making its requests with `client`, which its owner configured
+    /// (trust, timeouts) and shuts down; ``shutdown()`` leaves it open.
+    convenience init(_ configuration: Configuration, sharing client: HTTPClient, logger: Logger) {
+        self.init(configuration, client: client, ownsClient: false, setupError: nil, logger: logger)
+    }
+
+    private init(_ configuration: Configuration, client: HTTPClient, ownsClient: Bool, setupError: EndpointError?, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.requestTimeout))
-        clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = ReplicatorTuning.connectionsPerHost
-        clientConfiguration.decompression = .disabled
-        var setupError: EndpointError?
-        switch configuration.trust {
-        case .certificate(let certificate):
-            do {
-                clientConfiguration.tlsConfiguration = try TLSSettings.client(trusting: certificate, as: configuration.clientIdentity)
-            } catch {
-                setupError = .unreachable(configuration.url.description, "the pinned certificate or this node's key cannot be used for TLS: \(error)")
-            }
-        case .system, .fingerprint:
-            clientConfiguration.tlsConfiguration = TLSSettings.system()
-        }
+        self.client = client
+        var setupError = setupError
         if configuration.url.scheme != "https" {
             if case .system = configuration.trust {} else {
                 setupError = EndpointError(status: 400, error: "bad_request",
@@ -85,10 +86,34 @@ public final class RemoteEndpoint: Endpoint {
             }
         }
         self.setupError = setupError
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        isShutDown = Atomic(!ownsClient)
         authorization = configuration.url.credentials.map { user, password in
             "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         }
+    }
+
+    /// An HTTP client as endpoints use: these timeouts, no retried connections, no
+    /// decompression, at most `connectionsPerHost` connections to a server, trusting as
+    /// `trust` says and presenting `identity` to a pinned peer; and why it cannot be used, if so.
+    static func makeClient(trust: PeerTrust, identity: NodeIdentity?, connectTimeout: Duration, readTimeout: Duration,
+                           connectionsPerHost: Int) -> (HTTPClient, problem: String?) {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .init(connectTimeout), read: .init(readTimeout))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
+        configuration.decompression = .disabled
+        var problem: String?
+        switch trust {
+        case .certificate(let certificate):
+            do {
+                configuration.tlsConfiguration = try TLSSettings.client(trusting: certificate, as: identity)
+            } catch {
+                problem = "the pinned certificate or this node's key cannot be used for TLS: \(error)"
+            }
+        case .system, .fingerprint:
+            configuration.tlsConfiguration = TLSSettings.system()
+        }
+        return (HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), problem)
     }
 
     /// An endpoint for a URL text, with system trust.
@@ -96,7 +121,8 @@ public final class RemoteEndpoint: Endpoint {
         self.init(Configuration(url: try RemoteURL(url), trust: trust, peerUUID: peerUUID))
     }
 
-    /// Closes the HTTP client's connections (also done, without waiting, when the endpoint is released).
+    /// Closes the HTTP client's connections (also done, without waiting, when the endpoint is released),
+    /// unless the client is shared.
     public func shutdown() async {
         guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
         try? await client.shutdown()

@@ -142,9 +142,14 @@ public enum ReplicatorTuning {
     /// The longest to wait for a connection to a peer on the LAN.
     static let peerConnectTimeout: Duration = .seconds(5)
 
-    /// The longest a TLS handshake probing one of a peer's addresses may take: all are
-    /// tried at once, and a dead address loses to a live one without waiting longer.
+    /// The longest a probe of one of a peer's addresses (the TLS handshake reading its certificate,
+    /// or `GET /`) may take: all are tried at once, and a dead address loses to a live one without waiting longer.
     static let peerProbeDeadline: TimeAmount = .seconds(3)
+
+    /// Connections the one client of a peer opens to it before requests wait: each pull's continuous
+    /// feed holds one for as long as it runs (HTTP/1.1), so as many as the listener lets one client
+    /// hold feeds (``ListenerLimits/maximumFeedsPerClient``), and ``connectionsPerHost`` for the pulls' other requests.
+    static let peerConnections = ListenerLimits().maximumFeedsPerClient + connectionsPerHost
 
     /// How often the agent looks for a change of this node's own addresses (pairings
     /// are not looked for: the peer store tells of each change).

@@ -20,18 +20,8 @@ final class HostileRemote: @unchecked Sendable {
     /// Starts serving; `answer` gets the method, the target (path and query) and the body,
     /// and gives the answer to send, in pieces.
     init(answering answer: @escaping @Sendable (_ method: String, _ target: String, _ body: [UInt8]) -> HostileAnswer) throws {
-        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listening, pointer, length) == 0 && listen(listening, 16) == 0 && getsockname(listening, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TestSupportError("cannot listen on loopback") }
-        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let (listening, port) = try CountingForwarder.listenOnLoopback()
+        url = "http://127.0.0.1:\(port)"
         self.listening = listening
         Thread.detachNewThread {
             // The thread closes the socket itself once accept fails after stop(): closed

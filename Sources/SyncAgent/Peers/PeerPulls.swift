@@ -1,0 +1,180 @@
+import Locking
+import Logging
+import Store
+
+/// Supervises the pulls from one paired peer: a continuous replication of each
+/// database shared with it, all over the peer's one ``PeerConnection``, each
+/// resuming from its checkpoints when started again over another. It reports what
+/// the pulls run into (no answer, the peer refusing this node, catching up); the
+/// ``PeerLink`` decides from that whether the connection is still good.
+final class PeerPulls: Sendable {
+    /// What a pull ran into.
+    enum Event: Sendable {
+        /// A pull went offline, saying why; `answered`: the peer answered, with an HTTP error
+        /// (else no answer came: refused, reset, silent, so the address in use is taken for dead).
+        case offline(String, answered: Bool)
+        /// A pull stopped because the peer refuses this node (401, 403), saying so.
+        case refused(String)
+        /// A pull caught up: the connection works end to end.
+        case caughtUp
+    }
+
+    private let peer: PairedPeer
+    private let context: PeerLink.Context
+    private let report: @Sendable (Event) -> Void
+    private let state: Locked<State>
+
+    private struct State {
+        /// The databases pulled, with the pull filter of each.
+        var databases: [String: ReplicationFilter?]
+        /// What the pulls run over, while the peer is reached.
+        var connection: PeerConnection?
+        var pulls: [String: Pull] = [:]
+        /// What the pulls stopped so far carried, by database: added to the running ones' counts.
+        var carried: [String: ReplicationStatus] = [:]
+    }
+
+    /// One database pulled from the peer.
+    private struct Pull {
+        let filter: ReplicationFilter?
+        let replicator: Replicator
+        let watch: Task<Void, Never>
+    }
+
+    /// Pulls of `databases` from `peer`, none running until ``start(over:)``; `report` hears what they run into.
+    init(peer: PairedPeer, databases: [String: ReplicationFilter?], context: PeerLink.Context,
+         report: @escaping @Sendable (Event) -> Void) {
+        self.peer = peer
+        self.context = context
+        self.report = report
+        state = Locked(State(databases: databases))
+    }
+
+    /// The databases pulled, with the pull filter of each.
+    var databases: [String: ReplicationFilter?] { state.withLock { $0.databases } }
+
+    /// The connection the pulls run over, if any.
+    var connection: PeerConnection? { state.withLock { $0.connection } }
+
+    /// Pulls `databases` from now on: pulls of databases whose filter did not change
+    /// keep running; others stop (they checkpoint) or start.
+    func update(databases: [String: ReplicationFilter?]) async {
+        let stale = state.withLock { state in
+            state.databases = databases
+            let stale = state.pulls.filter { name, pull in databases[name].map { $0 != pull.filter } ?? true }
+            for name in stale.keys { state.pulls.removeValue(forKey: name) }
+            return stale
+        }
+        await stop(stale)
+        startMissing()
+    }
+
+    /// Pulls every database over `connection`, which this now owns until ``stop(quickly:)``.
+    func start(over connection: PeerConnection) {
+        state.withLock { $0.connection = connection }
+        startMissing()
+    }
+
+    /// Stops every pull and shuts the connection down. `quickly`: the address is dead or
+    /// being left, so the connection is closed first and the pulls' last checkpoint on the
+    /// peer does not wait for a timeout (the checkpoints they made while running stand).
+    func stop(quickly: Bool) async {
+        let (pulls, connection) = state.withLock { state in
+            defer {
+                state.pulls = [:]
+                state.connection = nil
+            }
+            return (state.pulls, state.connection)
+        }
+        // Closing a client waits for its connections to close, which a dead address makes slow:
+        // its requests fail at once, the closing itself goes on in the background.
+        if quickly, let connection { Task { await connection.shutdown() } }
+        await stop(pulls)
+        await connection?.shutdown()
+    }
+
+    /// Each database's pull: its state now, and its counts since the agent started
+    /// (over every connection, so a document sent twice would show).
+    var replications: [String: ReplicationStatus] {
+        let (pulls, carried, databases) = state.withLock { ($0.pulls, $0.carried, $0.databases) }
+        var result = carried.mapValues { total in
+            var stopped = total
+            stopped.activity = .offline
+            return stopped
+        }
+        for (database, pull) in pulls {
+            var status = pull.replicator.status
+            if let total = carried[database] {
+                status.docsRead += total.docsRead
+                status.docsWritten += total.docsWritten
+                status.docWriteFailures += total.docWriteFailures
+            }
+            result[database] = status
+        }
+        return result.filter { databases[$0.key] != nil }
+    }
+
+    /// Starts pulling each database not pulled yet, if connected.
+    private func startMissing() {
+        let (databases, connection) = state.withLock { state in (state.databases.filter { state.pulls[$0.key] == nil }, state.connection) }
+        guard let connection else { return }
+        for (database, filter) in databases.sorted(by: { $0.key < $1.key }) {
+            do {
+                var configuration = ReplicationConfiguration(source: try connection.endpoint(database, logger: context.logger),
+                                                             target: LocalEndpoint(try context.catalog.openOrCreate(database)))
+                configuration.continuous = true
+                configuration.filter = filter
+                configuration.retry = ReplicatorTuning.peerRetry
+                let replicator = Replicator(configuration, logger: context.logger)
+                let watch = Task { [report] in
+                    var last = ReplicationActivity.stopped
+                    for await status in replicator.statusUpdates() where status.activity != last {
+                        last = status.activity
+                        switch status.activity {
+                        case .offline:
+                            let error = status.lastError
+                            report(.offline(error?.reason ?? "the connection broke", answered: (error?.status ?? 0) != 0))
+                        case .stopped:
+                            if let error = status.lastError, error.isForbidden {
+                                report(.refused("the peer refuses this node (\(error.status) \(error.error))"))
+                            }
+                        case .idle: report(.caughtUp)
+                        case .active: break
+                        }
+                    }
+                }
+                let added = state.withLock { state in
+                    guard state.pulls[database] == nil, state.databases[database] != nil, state.connection === connection else { return false }
+                    state.pulls[database] = Pull(filter: filter, replicator: replicator, watch: watch)
+                    return true
+                }
+                if added {
+                    context.activeTasks.register(replicator, database: database)
+                    replicator.start()
+                } else {
+                    watch.cancel()
+                }
+            } catch {
+                context.logger.error("cannot replicate \(database) with \(peer.name): \(error)")
+            }
+        }
+    }
+
+    private func stop(_ pulls: [String: Pull]) async {
+        await withTaskGroup(of: Void.self) { group in
+            for pull in pulls.values { group.addTask { await pull.replicator.stop() } }
+        }
+        state.withLock { state in
+            for (database, pull) in pulls {
+                let status = pull.replicator.status
+                var total = state.carried[database] ?? ReplicationStatus()
+                total.docsRead += status.docsRead
+                total.docsWritten += status.docsWritten
+                total.docWriteFailures += status.docWriteFailures
+                total.checkpointedSequence = status.checkpointedSequence ?? total.checkpointedSequence
+                state.carried[database] = total
+            }
+        }
+        for pull in pulls.values { pull.watch.cancel() }
+    }
+}
