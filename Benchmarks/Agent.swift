@@ -292,25 +292,34 @@ private func agentCatchUp(arguments: [String]) async throws {
     }
 }
 
-/// A `syncd agent` inside a test-bed host, reached through its control socket.
-private final class BenchAgent: Sendable {
+/// A `syncd agent` inside a test-bed host (or on this host, on loopback), reached through its control socket.
+final class BenchAgent: Sendable {
     let directory: String
-    let host: TestHost
+    /// The test-bed host it runs in; `nil`: this host.
+    let host: TestHost?
     let process: ChildProcess
     /// The `syncd` it runs (this build's, or an older one's).
     let executable: String
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
-    private init(directory: String, host: TestHost, process: ChildProcess, executable: String) {
+    private init(directory: String, host: TestHost?, process: ChildProcess, executable: String) {
         self.directory = directory
         self.host = host
         self.process = process
         self.executable = executable
     }
 
-    static func start(_ directory: String, on host: TestHost, executable: String? = nil, logLevel: String = "warning") async throws -> BenchAgent {
+    /// Starts `syncd agent` on `directory` (in `host`, or on this host when `nil`), first writing
+    /// `configuration` (TOML) to its `syncd.toml` when given, and waits until it has started.
+    static func start(_ directory: String, on host: TestHost?, executable: String? = nil, logLevel: String = "warning",
+                      configuration: String? = nil) async throws -> BenchAgent {
         let executable = try executable ?? TestBed.syncdExecutable
-        let process = try host.spawn([executable, "agent", "--data", directory, "--log-level", logLevel])
+        if let configuration {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try configuration.write(toFile: directory + "/syncd.toml", atomically: true, encoding: .utf8)
+        }
+        let command = [executable, "agent", "--data", directory, "--log-level", logLevel]
+        let process = try host?.spawn(command) ?? ChildProcess(command)
         try await process.waitForLine(timeout: .seconds(60)) { $0.contains("paired peer") || $0.hasPrefix("No peers yet") }
         return BenchAgent(directory: directory, host: host, process: process, executable: executable)
     }
@@ -324,14 +333,16 @@ private final class BenchAgent: Sendable {
 
     /// An invitation made by `syncd pair --json` beside the running agent.
     func newInvitation() async throws -> String {
-        let pair = try host.spawn([executable, "pair", "--json", "--data", directory])
+        let command = [executable, "pair", "--json", "--data", directory]
+        let pair = try host?.spawn(command) ?? ChildProcess(command)
         let (_, line) = try await pair.waitForLine(timeout: .seconds(30)) { $0.hasPrefix("{") }
         guard let url = (try JSON(parsing: line))["url"]?.stringValue else { throw BenchError("no invitation URL in \(line)") }
         return url
     }
 
     func pair(with url: String) throws {
-        let result = try host.run([executable, "pair", url, "--data", directory], check: false, timeout: .seconds(60))
+        let command = [executable, "pair", url, "--data", directory]
+        let result = try host?.run(command, check: false, timeout: .seconds(60)) ?? runCommand(command, check: false, timeout: .seconds(60))
         guard result.status == 0 else { throw BenchError("pairing failed: \(result.errorOutput)") }
     }
 

@@ -20,6 +20,8 @@ case "discovery":
     try await runDiscoveryBenchmark()
 case "agent":
     try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
+case "attachments":
+    try await runAttachmentBenchmark(arguments: Array(arguments.dropFirst()))
 case "query" where arguments.dropFirst().first == "scans":
     try await runScanBenchmarks(arguments: Array(arguments.dropFirst(2)))
 case "query":
@@ -50,6 +52,9 @@ default:
                                                 the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench query scans [--docs 300000] [--rounds 2] [--scans CORES] [--before OLD-SYNCD]
                                                 a document read every 10 ms, alone and beside unindexed _find scans
+               syncd-bench attachments [--sizes 256,1024]   an N MiB attachment PUT on agent A until on paired B
+                                                (loopback): seconds, MB/s, peak RSS above idle; curl's GET for scale;
+                                                syncd replicate pulling the same
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
         """)

@@ -218,6 +218,14 @@ final class CouchDBFidelityTests: XCTestCase {
         let asStored = try await HTTP.request(.GET, db + "/doc/note.txt", headers: [("Accept-Encoding", "gzip")], client: raw)
         XCTAssertEqual(asStored.header("Content-Encoding"), "gzip")
         XCTAssertTrue(asStored.body == compressed)
+        // CouchDB serves no range of an encoded attachment: it says so, and a Range gets the whole.
+        XCTAssertEqual(plain.header("Accept-Ranges"), "none")
+        for accept in [[], [("Accept-Encoding", "gzip")]] {
+            let ranged = try await HTTP.request(.GET, db + "/doc/note.txt", headers: accept + [("Range", "bytes=0-9")], client: raw)
+            XCTAssertEqual(ranged.status, 200)
+            XCTAssertNil(ranged.header("Content-Range"))
+            XCTAssertTrue(ranged.body == (accept.isEmpty ? content : compressed))
+        }
         let inline = try await HTTP.json(.GET, db + "/doc?attachments=true").json["_attachments"]?["note.txt"]?["data"]?.stringValue
         XCTAssertTrue(inline == Data(content).base64EncodedString(), "inline data must be the decoded content")
         // CouchDB's reference: `length` is "not available if attachment content requested".

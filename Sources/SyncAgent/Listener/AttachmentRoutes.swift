@@ -17,7 +17,21 @@ extension CouchResponder {
                 return Response(status: .notModified, headers: [.eTag: etag])
             }
             var headers: HTTPFields = [.eTag: etag, .contentType: attachment.contentType]
-            headers[.acceptRanges] = "none"
+            // As CouchDB: ranges of the stored bytes when they are the content; none of an encoded attachment.
+            headers[.acceptRanges] = attachment.encoding == nil ? "bytes" : "none"
+            let path = db.attachmentPath(attachment)
+            if attachment.encoding == nil {
+                switch ByteRanges(header: exchange.request.headers[.range], length: attachment.length) {
+                case .whole:
+                    break
+                case .unsatisfiable:
+                    var error = CouchError.rangeNotSatisfiable
+                    error.headers[.contentRange] = "bytes */\(attachment.length)"
+                    throw error
+                case .parts(let ranges):
+                    return Self.partial(ranges, of: path, length: attachment.length, contentType: attachment.contentType, headers: headers)
+                }
+            }
             // Stored bytes go out as they are when they are the content, or when the
             // client takes their encoding; otherwise they are decoded on the way out.
             let asStored = attachment.encoding.map { encoding in
@@ -27,7 +41,7 @@ extension CouchResponder {
                 if attachment.digest.hasPrefix("md5-") { headers[HTTPField.Name("Content-MD5")!] = String(attachment.digest.dropFirst(4)) }
                 if let encoding = attachment.encoding { headers[.contentEncoding] = encoding.name }
                 headers[.contentLength] = String(attachment.storedLength)
-                let segments = [MultipartSegment.file(path: db.attachmentPath(attachment), length: attachment.storedLength)]
+                let segments = [MultipartSegment.file(path: path, length: attachment.storedLength)]
                 return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: attachment.storedLength) { writer in
                     try await MultipartSegment.write(segments) { try await writer.write($0) }
                     try await writer.finish(nil)
@@ -71,5 +85,37 @@ extension CouchResponder {
         default:
             throw CouchError.methodNotAllowed
         }
+    }
+
+    /// The 206 answer to a satisfiable `Range`: one range as the body with its
+    /// `Content-Range`, several as `multipart/byteranges` (CouchDB's layout), each
+    /// read from the attachment's file at its offset and nothing else of it.
+    static func partial(_ ranges: [ClosedRange<Int>], of path: String, length: Int, contentType: String,
+                        headers: HTTPFields) -> Response {
+        var fields = headers
+        let segments: [MultipartSegment]
+        if ranges.count == 1, let range = ranges.first {
+            fields[.contentType] = contentType
+            fields[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"
+            segments = [.file(path: path, offset: range.lowerBound, length: range.count)]
+        } else {
+            let boundary = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            fields[.contentType] = "multipart/byteranges; boundary=\"\(boundary)\""
+            var parts: [MultipartSegment] = [.bytes(Array("--\(boundary)".utf8))]
+            for range in ranges {
+                let head = "\r\nContent-Type: \(contentType)\r\nContent-Range: bytes \(range.lowerBound)-\(range.upperBound)/\(length)\r\n\r\n"
+                parts.append(.bytes(Array(head.utf8)))
+                parts.append(.file(path: path, offset: range.lowerBound, length: range.count))
+                parts.append(.bytes(Array("\r\n--\(boundary)".utf8)))
+            }
+            parts.append(.bytes(Array("--".utf8)))
+            segments = parts
+        }
+        let bodyLength = MultipartSegment.length(of: segments)
+        fields[.contentLength] = String(bodyLength)
+        return Response(status: .partialContent, headers: fields, body: ResponseBody(contentLength: bodyLength) { writer in
+            try await MultipartSegment.write(segments) { try await writer.write($0) }
+            try await writer.finish(nil)
+        })
     }
 }

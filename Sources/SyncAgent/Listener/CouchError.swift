@@ -30,6 +30,8 @@ struct CouchError: Error, Sendable {
     static let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
     static let notJSON = CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
     static let invalidJSON = CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+    /// A `Range` no byte of the attachment satisfies (its `Content-Range` header is added by the route).
+    static let rangeNotSatisfiable = CouchError(.rangeNotSatisfiable, "requested_range_not_satisfiable", "Requested range not satisfiable")
     static let noDatabase = CouchError(.notFound, "not_found", "Database does not exist.")
 
     /// The JSON body of the answer.

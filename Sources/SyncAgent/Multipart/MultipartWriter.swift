@@ -86,14 +86,14 @@ struct MultipartWriter: Sendable {
 enum MultipartSegment: Sendable {
     /// Bytes written as they are.
     case bytes([UInt8])
-    /// The first `length` bytes of a file, read when written.
-    case file(path: String, length: Int)
+    /// `length` bytes of a file from byte `offset` on, read when written.
+    case file(path: String, offset: Int = 0, length: Int)
 
     /// The segment's size in bytes.
     var length: Int {
         switch self {
         case .bytes(let bytes): bytes.count
-        case .file(_, let length): length
+        case .file(_, _, let length): length
         }
     }
 
@@ -108,9 +108,10 @@ enum MultipartSegment: Sendable {
             switch segment {
             case .bytes(let bytes):
                 pending.writeBytes(bytes)
-            case .file(let path, let length):
+            case .file(let path, let offset, let length):
                 guard let handle = FileHandle(forReadingAtPath: path) else { throw MultipartError.malformed("cannot read \(path)") }
                 defer { try? handle.close() }
+                if offset > 0 { try handle.seek(toOffset: UInt64(offset)) }
                 var remaining = length
                 while remaining > 0 {
                     let data = try handle.read(upToCount: min(chunkSize, remaining)) ?? Data()
