@@ -87,9 +87,9 @@ final class ContinuousBatchingTests: XCTestCase {
         let inner: any Endpoint
         let fetched = Locked<[String]>([])
 
-        func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging, deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
             fetched.withLock { $0 += requests.map(\.id) }
-            try await inner.revisions(requests, deliver: deliver)
+            try await inner.revisions(requests, staging: staging, deliver: deliver)
         }
     }
 

@@ -138,23 +138,6 @@ final class CouchDBFidelityTests: XCTestCase {
 
     // MARK: Attachments kept gzip-encoded
 
-    /// `gzip -c` of `bytes`, made by the system's gzip: an independent encoder.
-    private func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-c", "-9"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(bytes))
-        try input.fileHandleForWriting.close()
-        let compressed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return [UInt8](compressed)
-    }
-
     /// A `multipart/related` body of `document` and the given parts, as CouchDB's replicator writes it.
     private func related(_ document: JSON, parts: [(name: String, bytes: [UInt8])], boundary: String = "abc123") -> [UInt8] {
         var body = Array("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8) + document.serializedBytes()
@@ -185,7 +168,7 @@ final class CouchDBFidelityTests: XCTestCase {
         let server = try await startListener()
         let db = try await database(server)
         let content = Array(String(repeating: "the quick brown fox jumps over the lazy dog\n", count: 400).utf8)
-        let compressed = try gzip(content)
+        let compressed = try systemGzip(content)
         XCTAssertLessThan(compressed.count, content.count / 4)
         func document(_ id: String, part: [UInt8], length: Int) -> JSON {
             [

@@ -214,8 +214,8 @@ final class InspectedEndpoint: ForwardingEndpoint, @unchecked Sendable {
         }
         return try await inner.putLocalDocument(id: id, json)
     }
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests) { answer in
+    func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging, deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests, staging: staging) { answer in
             if case .found(let revision) = answer { lock.withLock { fetched.append(revision) } }
             await deliver(answer)
         }

@@ -116,8 +116,8 @@ private final class PartRecordingEndpoint: ForwardingEndpoint, @unchecked Sendab
 
     var writes: [Int] { lock.withLock { counts } }
 
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests) { revision in
+    func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging, deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests, staging: staging) { revision in
             if case .found(let found) = revision, found.id == unreadable {
                 await deliver(.failed(id: found.id, revision: found.revision, reason: "disk read failed"))
             } else {

@@ -121,7 +121,7 @@ final class StreamedRevisionsTests: XCTestCase {
             return answer
         }
         var delivered: [String] = []
-        try await endpoint.revisions(documents.map { MissingRevisions(id: $0["_id"]!.stringValue!, missing: [RevisionID($0["_rev"]!.stringValue!)!]) }) { revision in
+        try await endpoint.revisions(documents.map { MissingRevisions(id: $0["_id"]!.stringValue!, missing: [RevisionID($0["_rev"]!.stringValue!)!]) }, staging: .inline) { revision in
             guard case .found(let found) = revision else { return XCTFail("\(revision)") }
             delivered.append(found.id)
             if delivered.count == 1 { firstDelivered.signal() }
@@ -235,12 +235,4 @@ final class StreamedRevisionsTests: XCTestCase {
         body += Array("\r\n--inner--\r\n--outer-boundary--".utf8)
         return body
     }
-}
-
-/// A value one thread sets and another reads.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Bool?
-    func set(_ value: Bool) { lock.withLock { stored = value } }
-    var value: Bool? { lock.withLock { stored } }
 }

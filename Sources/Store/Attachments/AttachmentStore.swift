@@ -71,6 +71,26 @@ final class AttachmentStore: Sendable {
         return [UInt8](data)
     }
 
+    /// Pins the stored file of `attachment`, so compaction keeps it while a
+    /// reader sends it; `nil` when the file is gone already.
+    func pin(_ attachment: Attachment) -> StagedAttachment? {
+        let staged = StagedAttachment(key: attachment.key, digest: attachment.digest, length: attachment.storedLength, pin: UUID())
+        pin(staged)
+        guard access(path(for: attachment.key), R_OK) == 0 else {
+            release(staged)
+            return nil
+        }
+        return staged
+    }
+
+    /// Releases `staged` and deletes its file when nothing else pins it: for a
+    /// folder whose files no revision refers to (``AttachmentSpool``).
+    func discard(_ staged: StagedAttachment) {
+        release(staged)
+        let deleted = pins.withLock { pins in pins[staged.key] == nil && unlink(path(for: staged.key)) == 0 }
+        if deleted { syncFolder() }
+    }
+
     /// Pins a file before it is moved into place.
     fileprivate func pin(_ staged: StagedAttachment) {
         pins.withLock { _ = $0[staged.key, default: []].insert(staged.pin) }

@@ -125,6 +125,19 @@ extension Database {
         try await attachments.stage(chunks, limit: limit)
     }
 
+    /// Pins the file of a stored attachment, so compaction keeps it until
+    /// ``discardStaged(_:)``: how a replicator sends it after the read that found
+    /// it. Fails with `not_found` when the file is gone (the revision was compacted away).
+    public func pinAttachment(_ attachment: Attachment) throws(StoreError) -> StagedAttachment {
+        guard let staged = attachments.pin(attachment) else { throw .notFound("attachment content is gone") }
+        return staged
+    }
+
+    /// The file holding staged (or pinned) content.
+    public func stagedPath(_ staged: StagedAttachment) -> String {
+        attachments.path(for: staged.key)
+    }
+
     /// Releases staged content, so compaction may delete its file unless a
     /// revision refers to it. A write given the content releases it when it
     /// ends; calling this as well, or twice, is harmless, so an upload can

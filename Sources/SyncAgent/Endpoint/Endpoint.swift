@@ -39,8 +39,13 @@ public protocol Endpoint: Sendable {
     /// Reads the given revisions with their history and the attachments the
     /// other side lacks (`_bulk_get`, or `open_revs`), handing each to `deliver` as it
     /// is read, which may take its time (back pressure): however large the answer, the
-    /// endpoint holds about one revision at a time.
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError)
+    /// endpoint holds about one revision at a time. Attachment content goes to files
+    /// (``ReplicatedRevision/files``), staged in `staging` when it is read from elsewhere.
+    func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
+                   deliver: (FetchedRevision) async -> Void) async throws(EndpointError)
+
+    /// Where attachment content read for this endpoint as a target waits until it is written.
+    func attachmentStaging() async throws(EndpointError) -> AttachmentStaging
 
     /// Writes replicated revisions as they are (`new_edits=false`). Returns the documents that were refused.
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure]
@@ -50,10 +55,10 @@ public protocol Endpoint: Sendable {
 }
 
 extension Endpoint {
-    /// Reads the given revisions into one array, for answers known to be small.
+    /// Reads the given revisions into one array, attachments inline, for answers known to be small.
     public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
         var fetched: [FetchedRevision] = []
-        try await revisions(requests) { fetched.append($0) }
+        try await revisions(requests, staging: .inline) { fetched.append($0) }
         return fetched
     }
 }
@@ -90,7 +95,8 @@ public struct MissingRevisions: Sendable, Hashable {
 }
 
 /// A revision as read for replication: CouchDB's document JSON with `_revisions`
-/// and `_attachments` (inline `data` for content the target lacks, stubs for the rest).
+/// and `_attachments`: stubs for content the target has, and for the rest
+/// `"follows": true` with the content in ``files`` (or, from a JSON answer, inline `data`).
 public struct ReplicatedRevision: Sendable, Hashable {
     /// The document id.
     public var id: String
@@ -98,12 +104,20 @@ public struct ReplicatedRevision: Sendable, Hashable {
     public var revision: RevisionID
     /// The document JSON, as `new_edits=false` writes take it.
     public var json: JSON
+    /// The content of each attachment marked `"follows": true`, by name.
+    public var files: [String: AttachmentFile]
 
-    /// A revision and its JSON.
-    public init(id: String, revision: RevisionID, json: JSON) {
+    /// A revision, its JSON and the files of its attachments that follow.
+    public init(id: String, revision: RevisionID, json: JSON, files: [String: AttachmentFile] = [:]) {
         self.id = id
         self.revision = revision
         self.json = json
+        self.files = files
+    }
+
+    /// The bytes of attachment content the revision carries, in files or inline.
+    var attachmentBytes: Int {
+        files.values.reduce(0) { $0 + $1.length } + RemoteEndpoint.inlineAttachmentSize(json)
     }
 }
 

@@ -85,9 +85,11 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
-    /// Reads each missing revision (`latest`), attachments the other side lacks inline,
-    /// delivering each as it is read.
-    public func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+    /// Reads each missing revision (`latest`), delivering each as it is read. Attachments
+    /// the other side lacks go as their stored files, pinned until the revision is dropped;
+    /// `staging` is not needed, the content being in files already.
+    public func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
+                          deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         for request in requests {
             let answers: [OpenRevision]
             do {
@@ -104,19 +106,28 @@ public struct LocalEndpoint: Endpoint {
                 case .missing(let revision):
                     await deliver(.missing(id: request.id, revision: revision))
                 case .found(let document):
-                    await deliver(render(document, knownAncestors: request.possibleAncestors))
+                    await deliver(render(document, knownAncestors: request.possibleAncestors, inline: staging.isInline))
                 }
             }
         }
     }
 
-    /// The revision's JSON with `_revisions`, attachments the other side has as stubs and the rest inline.
-    private func render(_ document: DocumentRevision, knownAncestors: [RevisionID]) -> FetchedRevision {
+    /// The revision's JSON with `_revisions`, attachments the other side has as stubs and the
+    /// rest following as their files (or, when asked, inline).
+    private func render(_ document: DocumentRevision, knownAncestors: [RevisionID], inline: Bool) -> FetchedRevision {
         let cutoff = AttachmentCutoff(history: document.history, knownAncestors: knownAncestors)
+        var files: [String: AttachmentFile] = [:]
         var unreadable: StoreError?
-        let json = document.json(.revisions) { attachment in
+        let json = document.json(inline ? [.revisions] : [.revisions, .encodingInfo]) { attachment in
             if cutoff.targetHas(attachment) { return .stub }
-            do throws(StoreError) { return .data(try database.attachmentContent(attachment)) } catch {
+            do throws(StoreError) {
+                if inline { return .data(try database.attachmentContent(attachment)) }
+                let pinned = try database.pinAttachment(attachment)
+                files[attachment.name] = AttachmentFile(path: database.stagedPath(pinned), staged: pinned) { [database] in
+                    database.discardStaged(pinned)
+                }
+                return .follows
+            } catch {
                 unreadable = error
                 return .stub
             }
@@ -124,19 +135,38 @@ public struct LocalEndpoint: Endpoint {
         if let unreadable {
             return .failed(id: document.id, revision: document.revision, reason: unreadable.description)
         }
-        return .found(ReplicatedRevision(id: document.id, revision: document.revision, json: json))
+        return .found(ReplicatedRevision(id: document.id, revision: document.revision,
+                                         json: json, files: files))
     }
 
-    /// `bulkDocs` with `newEdits: false`.
+    /// This database's own store: content staged there is written without a copy.
+    public func attachmentStaging() async throws(EndpointError) -> AttachmentStaging { .database(database) }
+
+    /// `bulkDocs` with `newEdits: false`; attachment files from another store are copied into this one first.
     public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         do {
-            let results = try await database.bulkDocs(revisions.map { DocumentUpload($0.json) }, newEdits: false)
+            var uploads: [DocumentUpload] = []
+            uploads.reserveCapacity(revisions.count)
+            for revision in revisions {
+                var staged: [String: StagedAttachment] = [:]
+                for (name, file) in revision.files {
+                    if file.path == database.stagedPath(file.staged) {
+                        staged[name] = file.staged
+                    } else {
+                        staged[name] = try await database.stageAttachment(file.chunks(), limit: .max)
+                    }
+                }
+                uploads.append(DocumentUpload(revision.json, staged: staged))
+            }
+            let results = try await database.bulkDocs(uploads, newEdits: false)
             return results.compactMap { result in
                 guard case .failure(let error) = result.result else { return nil }
                 return WriteFailure(id: result.id, error: error.error, reason: error.reason)
             }
-        } catch {
+        } catch let error as StoreError {
             throw EndpointError(error, endpoint: displayName)
+        } catch {
+            throw .badResponse(displayName, "cannot copy an attachment file: \(error)")
         }
     }
 

@@ -31,6 +31,10 @@ public final class RemoteEndpoint: Endpoint {
         /// The node identity presented as TLS client certificate to a pinned
         /// peer (mutual TLS: how a paired peer authenticates); `nil` presents none.
         public var clientIdentity: NodeIdentity?
+        /// The largest document JSON read from the server, attachments aside (CouchDB's `max_document_size`).
+        public var maximumDocumentSize = ReplicatorTuning.maximumDocumentSize
+        /// The largest attachment read from the server.
+        public var maximumAttachmentSize = ReplicatorTuning.maximumAttachmentSize
 
         /// Settings for `url`, with system trust and generous timeouts.
         public init(url: RemoteURL, trust: PeerTrust = .system, peerUUID: String? = nil,
@@ -58,6 +62,8 @@ public final class RemoteEndpoint: Endpoint {
     private let isShutDown: Atomic<Bool>
     /// Whether the server answered `_bulk_get`; `nil` until asked.
     let bulkGetSupported = Locked<Bool?>(nil)
+    /// The folder where attachments read for this endpoint as a target wait; made when first needed.
+    let spool = AttachmentSpool(folder: FileManager.default.temporaryDirectory.path + "/syncd-attachments-" + UUID().uuidString)
 
     /// An endpoint for `configuration`, with an HTTP client of its own; no request is made until the replication starts.
     public convenience init(_ configuration: Configuration, logger: Logger = Logger(label: "syncd.endpoint")) {
@@ -124,11 +130,13 @@ public final class RemoteEndpoint: Endpoint {
     /// Closes the HTTP client's connections (also done, without waiting, when the endpoint is released),
     /// unless the client is shared.
     public func shutdown() async {
+        spool.removeAll()
         guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
         try? await client.shutdown()
     }
 
     deinit {
+        spool.removeAll()
         if !isShutDown.load(ordering: .relaxed) { _ = client.shutdown() }
     }
 
@@ -257,6 +265,15 @@ public final class RemoteEndpoint: Endpoint {
         _ method: HTTPMethod, _ path: String, query: [(String, String)], body: [UInt8]?,
         accept: String, contentType: String = "application/json", timeout: Duration
     ) async throws(EndpointError) -> HTTPClientResponse {
+        try await send(method, path, query: query, body: body.map { .bytes(ByteBuffer(bytes: $0)) },
+                       accept: accept, contentType: contentType, timeout: timeout)
+    }
+
+    /// Starts a request whose body may be streamed; the caller reads the answer's body.
+    func send(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)], body: HTTPClientRequest.Body?,
+        accept: String, contentType: String, timeout: Duration
+    ) async throws(EndpointError) -> HTTPClientResponse {
         if let setupError { throw setupError }
         var request = HTTPClientRequest(url: configuration.url.origin + path + PathEncoding.query(query))
         request.method = method
@@ -264,7 +281,7 @@ public final class RemoteEndpoint: Endpoint {
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let body {
             request.headers.add(name: "Content-Type", value: contentType)
-            request.body = .bytes(ByteBuffer(bytes: body))
+            request.body = body
         }
         if case .fingerprint(let fingerprint) = configuration.trust, configuration.url.scheme == "https" {
             let certificate = try await pinned(fingerprint)

@@ -23,6 +23,8 @@ struct ResultsSplitter {
     struct FramingError: Error, CustomStringConvertible {
         /// What is wrong, and at which byte of the answer.
         let description: String
+        /// Whether the answer is well framed so far but one element is over the limit.
+        var isOversized = false
     }
 
     private enum Place {
@@ -251,7 +253,9 @@ struct ResultsSplitter {
     /// Adds `bytes[start..<end]` to the element being read, within the limit.
     private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) throws(FramingError) {
         guard element.count + (end - start) <= limit else {
-            throw error("an element of results is over \(limit) bytes", at: end)
+            var oversized = error("an element of results is over \(limit) bytes", at: end)
+            oversized.isOversized = true
+            throw oversized
         }
         element.append(contentsOf: bytes[start..<end])
         elementBytes += end - start

@@ -65,6 +65,9 @@ extension CouchResponder {
             }
             reads.append(BulkGetRead(request: request, options: options))
         }
+        if exchange.prefersMultipart {
+            return bulkGetMultipart(reads, in: db, latest: latest)
+        }
         return Self.streamingJSON { [reads] writer in
             try await writer.write(ByteBuffer(string: #"{"results":["#))
             var next = 0
@@ -89,6 +92,37 @@ extension CouchResponder {
 
     /// About how many bytes of a `_bulk_get` answer are rendered before they are written.
     static var bulkGetPartSize: Int { 64 << 10 }
+
+    /// `_bulk_get` as CouchDB answers a client that accepts `multipart/mixed` and not
+    /// JSON: a part per revision, `application/json` for a document without attachments,
+    /// `multipart/related` (`X-Doc-Id`, `X-Rev-Id`) with the attachments the requester
+    /// lacks following as their stored bytes, `application/json; error="true"` for a
+    /// revision that cannot be read. Rendered on NIO's thread pool a few parts at a
+    /// time; attachment files are read only as the answer is sent.
+    private func bulkGetMultipart(_ reads: [BulkGetRead], in db: Database, latest: Bool) -> Response {
+        let boundary = MultipartWriter.randomBoundary()
+        let contentType = MultipartWriter(boundary: boundary).contentType("mixed")
+        return Response(status: .ok, headers: [.contentType: contentType], body: ResponseBody { writer in
+            var multipart = MultipartWriter(boundary: boundary)
+            var next = 0
+            while next < reads.count {
+                let start = next
+                let rendering = multipart
+                (multipart, next) = try await NIOThreadPool.singleton.runIfActive { () -> (MultipartWriter, Int) in
+                    var rendered = rendering
+                    var index = start
+                    while index < reads.count && MultipartSegment.length(of: rendered.segments) < Self.bulkGetPartSize {
+                        reads[index].parts(in: db, latest: latest, into: &rendered)
+                        index += 1
+                    }
+                    return (rendered, index)
+                }
+                try await MultipartSegment.write(multipart.takeSegments()) { try await writer.write($0) }
+            }
+            try await MultipartSegment.write(multipart.finish()) { try await writer.write($0) }
+            try await writer.finish(nil)
+        })
+    }
 
     /// `POST /{db}/_revs_diff`: `{id: [revs]}` answered with the missing
     /// revisions and the leaves that may be their ancestors.
@@ -119,6 +153,53 @@ extension CouchResponder {
 private struct BulkGetRead: Sendable {
     let request: JSON
     let options: DocumentReadOptions
+
+    /// The parts of the multipart answer: one per revision read, or an error part.
+    func parts(in db: Database, latest: Bool, into writer: inout MultipartWriter) {
+        func errorPart(_ fields: JSON.Object) {
+            writer.startPart([("Content-Type", "application/json; error=\"true\"")])
+            writer.append(.bytes(JSON.object(fields).serializedBytes()))
+        }
+        guard let id = request["id"]?.stringValue else {
+            return errorPart(["id": request["id"] ?? .null, "rev": request["rev"] ?? .null,
+                          "error": "bad_request", "reason": "document id missed"])
+        }
+        var multipart = options
+        multipart.attachments = true
+        let answers: [OpenRevision]
+        do {
+            if let text = request["rev"]?.stringValue {
+                guard let revision = RevisionID(text) else {
+                    return errorPart(["id": .string(id), "rev": .string(text), "error": "bad_request", "reason": "Invalid rev format"])
+                }
+                answers = try db.openRevisions(id: id, revisions: [revision], latest: latest)
+            } else {
+                answers = [.found(try db.document(id: id))]
+            }
+        } catch {
+            return errorPart(["id": .string(id), "rev": request["rev"] ?? "undefined",
+                          "error": .string(error.error), "reason": .string(error.reason)])
+        }
+        for answer in answers {
+            switch answer {
+            case .missing(let revision):
+                // As CouchDB: this part names the revision only.
+                errorPart(["rev": .string(revision.description), "error": "not_found", "reason": "missing"])
+            case .found(let document) where document.attachments.isEmpty:
+                writer.startPart([("Content-Type", "application/json")])
+                writer.append(.bytes(document.json(options.fields).serializedBytes()))
+            case .found(let document):
+                do {
+                    let (contentType, segments) = try multipart.related(document, in: db)
+                    writer.startPart([("X-Doc-Id", id), ("X-Rev-Id", document.revision.description), ("Content-Type", contentType)])
+                    writer.append(contentsOf: segments)
+                } catch {
+                    errorPart(["id": .string(id), "rev": .string(document.revision.description),
+                           "error": .string(error.error), "reason": .string(error.reason)])
+                }
+            }
+        }
+    }
 
     /// The serialized `{"id", "docs": [...]}` result.
     func answer(in db: Database, latest: Bool) -> [UInt8] {

@@ -194,4 +194,10 @@ struct Exchange {
     func accepts(_ type: String) -> Bool {
         request.headers[values: .accept].contains { $0.lowercased().contains(type) }
     }
+
+    /// Whether the client asks for a multipart answer and not JSON, as CouchDB
+    /// decides for `_bulk_get` (a client accepting anything gets JSON).
+    var prefersMultipart: Bool {
+        (accepts("multipart/mixed") || accepts("multipart/related")) && !accepts("application/json") && !accepts("*/*")
+    }
 }

@@ -199,12 +199,15 @@ enum MultipartError: Error, CustomStringConvertible {
     case tooLarge
     /// The body has more parts than allowed.
     case tooManyParts(Int)
+    /// A document's JSON is larger than the document bound.
+    case documentTooLarge(Int)
 
     var description: String {
         switch self {
         case .malformed(let why): "malformed multipart body: \(why)"
         case .tooLarge: "multipart part too large"
         case .tooManyParts(let maximum): "multipart body has more than \(maximum) parts"
+        case .documentTooLarge(let limit): "a document is larger than \(limit) bytes"
         }
     }
 }

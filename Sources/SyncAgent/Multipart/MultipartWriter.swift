@@ -128,3 +128,38 @@ enum MultipartSegment: Sendable {
         if pending.readableBytes > 0 { try await sink(pending) }
     }
 }
+
+/// Multipart segments as a request body: bytes as they are, files read in
+/// chunks of 64 KiB only as the body is sent.
+struct MultipartSegmentChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let segments: [MultipartSegment]
+
+    func makeAsyncIterator() -> Iterator { Iterator(segments: segments) }
+
+    /// Reads the next chunk when the client asks for it.
+    struct Iterator: AsyncIteratorProtocol {
+        let segments: [MultipartSegment]
+        var index = 0
+        var file: FileChunks.Iterator?
+
+        mutating func next() async throws -> ByteBuffer? {
+            while true {
+                if var reading = file {
+                    let chunk = try await reading.next()
+                    file = reading
+                    if let chunk { return ByteBuffer(bytes: chunk) }
+                    file = nil
+                }
+                guard index < segments.count else { return nil }
+                let segment = segments[index]
+                index += 1
+                switch segment {
+                case .bytes(let bytes): return ByteBuffer(bytes: bytes)
+                case .file(let path, let offset, let length):
+                    file = FileChunks(path: path, offset: offset, length: length).makeAsyncIterator()
+                }
+            }
+        }
+    }
+}

@@ -38,6 +38,7 @@ struct ReplicationSession: Sendable {
                 + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000)
         )
         do {
+            let staging = try await target.attachmentStaging()
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     try await ChangesReader(source: source, request: request, progress: progress, logger: logger).run(into: changes)
@@ -48,7 +49,7 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    try await RevisionFetcher(source: source, parallelism: configuration.parallelFetches, logger: logger).run(from: diffed, into: fetched)
+                    try await RevisionFetcher(source: source, staging: staging, parallelism: configuration.parallelFetches, logger: logger).run(from: diffed, into: fetched)
                     return true
                 }
                 group.addTask {

@@ -55,9 +55,19 @@ public enum ReplicatorTuning {
     /// The largest answer held whole: feeds, diffs and documents without attachments.
     static let largestAnswer = 64 << 20
 
-    /// The largest answer of revisions with their attachments inline (`_bulk_get`, `open_revs`);
-    /// such an answer is streamed, never held whole.
-    static let largestRevisionsAnswer = 1 << 30
+    /// The largest document JSON read from a remote, attachments aside: CouchDB's
+    /// default `max_document_size` (``RemoteEndpoint/Configuration/maximumDocumentSize``).
+    public static let maximumDocumentSize = 8_000_000
+
+    /// Room beside a document's JSON for its `_revisions` and attachment descriptions.
+    static let documentMetadataAllowance = 1 << 20
+
+    /// The largest attachment read from a remote (``RemoteEndpoint/Configuration/maximumAttachmentSize``): 4 GiB, the listener's default.
+    public static let maximumAttachmentSize = 1 << 32
+
+    /// How many parts of a multipart answer one asked revision may bring: with `latest`, a
+    /// revision that was edited on several branches answers with each of their leaves.
+    static let leavesPerAskedRevision = 16
 
     /// The most of an error answer's body read for its CouchDB `error` and `reason`.
     static let largestErrorAnswer = 1 << 20

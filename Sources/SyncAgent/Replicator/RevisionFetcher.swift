@@ -10,11 +10,13 @@ import Store
 /// a few requests at once, so a remote source can use more than one core.
 ///
 /// Revisions go on to the inserter in parts as they are read: once a part holds
-/// more than ``ReplicatorTuning/fetchPartBudget`` bytes of JSON and attachment data, it is
+/// more than ``ReplicatorTuning/fetchPartBudget`` bytes of JSON and attachment content, it is
 /// sent, so that at most about one budget per parallel request is held. Only the batch's last part
 /// completes the batch (see ``ReplicationBatch/isLastPart``).
 struct RevisionFetcher: Sendable {
     let source: any Endpoint
+    /// Where the target wants attachment content put as it is read.
+    let staging: AttachmentStaging
     let parallelism: Int
     let logger: Logger
 
@@ -85,7 +87,7 @@ struct RevisionFetcher: Sendable {
                 group.addTask { [self] in
                     var part = Part(batch: batch)
                     do throws(EndpointError) {
-                        try await source.revisions(chunk) { await part.add($0, fetcher: self, output: output) }
+                        try await source.revisions(chunk, staging: staging) { await part.add($0, fetcher: self, output: output) }
                         return .success(part)
                     } catch {
                         return .failure(error)
@@ -131,7 +133,8 @@ struct RevisionFetcher: Sendable {
                     "doc": "\(id)", "rev": "\(gone?.description ?? "?")",
                 ])
             case .found(let found):
-                bytes += found.json.heldBytes
+                // Staged files count too: a part holding large ones goes on at once, to be written.
+                bytes += found.json.heldBytes + found.files.values.reduce(0) { $0 + $1.length }
             }
             revisions.append(revision)
             guard bytes >= ReplicatorTuning.fetchPartBudget else { return }

@@ -22,9 +22,11 @@ extension ForwardingEndpoint {
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         try await inner.missingRevisions(revisions)
     }
-    func revisions(_ requests: [MissingRevisions], deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
-        try await inner.revisions(requests, deliver: deliver)
+    func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
+                   deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        try await inner.revisions(requests, staging: staging, deliver: deliver)
     }
+    func attachmentStaging() async throws(EndpointError) -> AttachmentStaging { try await inner.attachmentStaging() }
     func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] { try await inner.write(revisions) }
     func ensureFullCommit() async throws(EndpointError) { try await inner.ensureFullCommit() }
 }

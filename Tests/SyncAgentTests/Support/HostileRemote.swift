@@ -68,7 +68,7 @@ final class HostileRemote: @unchecked Sendable {
         let reply = answer(String(requestLine[0]), String(requestLine[1]), body)
         var noDelay: Int32 = 1
         _ = setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-        let answerLength = reply.pieces.reduce(0) { $0 + $1.count }
+        let answerLength = reply.declaredLength ?? reply.pieces.reduce(0) { $0 + $1.count }
         let responseHead = "HTTP/1.1 \(reply.status) X\r\nContent-Type: \(reply.contentType)\r\nContent-Length: \(answerLength)\r\nConnection: close\r\n\r\n"
         guard sendAll(Array(responseHead.utf8), to: connection) else { return }
         for (index, piece) in reply.pieces.enumerated() {
@@ -95,6 +95,8 @@ struct HostileAnswer: Sendable {
     var pieces: [[UInt8]]
     var contentType = "application/json"
     var beforePiece: @Sendable (Int) -> Void = { _ in }
+    /// A `Content-Length` other than the pieces' (more: the answer is cut short).
+    var declaredLength: Int?
 
     /// `body` in one piece.
     init(status: Int, body: [UInt8], contentType: String = "application/json") {
