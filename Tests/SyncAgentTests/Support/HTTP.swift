@@ -26,14 +26,11 @@ struct HTTPAnswer: Sendable {
 
 /// Requests for tests, over AsyncHTTPClient's shared client (or a given one).
 enum HTTP {
-    /// Sends a request and reads the whole answer (bodies up to 256 MB).
-    static func request(
-        _ method: HTTPMethod, _ url: String, body: [UInt8]? = nil, json: JSON? = nil,
-        headers: [(String, String)] = [], client: HTTPClient = .shared, timeout: TimeAmount = .seconds(30)
-    ) async throws -> HTTPAnswer {
+    /// A request to `url` with `headers`; credentials in the URL go out as Basic
+    /// authentication, as a CouchDB client sends them.
+    static func makeRequest(_ method: HTTPMethod, _ url: String, headers: [(String, String)] = []) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url)
         request.method = method
-        // Credentials in the URL go out as Basic authentication, as a CouchDB client sends them.
         if var components = URLComponents(string: url), let user = components.user {
             request.headers.add(name: "Authorization", value: "Basic " + Data("\(user):\(components.password ?? "")".utf8).base64EncodedString())
             components.user = nil
@@ -41,6 +38,15 @@ enum HTTP {
             request.url = components.string ?? url
         }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        return request
+    }
+
+    /// Sends a request and reads the whole answer (bodies up to 256 MB).
+    static func request(
+        _ method: HTTPMethod, _ url: String, body: [UInt8]? = nil, json: JSON? = nil,
+        headers: [(String, String)] = [], client: HTTPClient = .shared, timeout: TimeAmount = .seconds(30)
+    ) async throws -> HTTPAnswer {
+        var request = makeRequest(method, url, headers: headers)
         if let json {
             request.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
             request.body = .bytes(json.serializedBytes())
