@@ -23,29 +23,64 @@ extension RemoteEndpoint {
         }
     }
 
-    /// `POST _bulk_get?revs=true&latest=true&attachments=true` with `atts_since`,
-    /// asking for CouchDB's `multipart/mixed` answer, or one `GET doc?open_revs=...`
-    /// per document where the server lacks `_bulk_get`. Each revision goes to `deliver`
-    /// as soon as its part of the answer is read, its attachments staged in `staging`
-    /// as they arrive: the answer is never held whole.
+    /// `POST _bulk_get?revs=true&latest=true` as JSON, attachments as stubs: the fastest
+    /// form for small documents. The revisions that carry attachments the target lacks are
+    /// then read again with their attachments, from `_bulk_get` as CouchDB's `multipart/mixed`
+    /// (or one `GET doc?open_revs=...` per document where the server has no `_bulk_get` or
+    /// answers it only as JSON), each part staged in `staging` as it arrives. Each revision
+    /// goes to `deliver` as soon as it is read: no answer is held whole.
     public func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
                           deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         guard !requests.isEmpty else { return }
-        if bulkGetSupported.withLock({ $0 }) != false {
-            switch try await bulkGet(requests, staging: staging, deliver: deliver) {
-            case .done:
-                bulkGetSupported.withLock { $0 = true }
-                return
-            case .unanswered(let rest):
-                // A JSON answer with a result over the document bound: the rest as multipart.
-                bulkGetSupported.withLock { $0 = true }
-                try await openRevisions(rest, staging: staging, deliver: deliver)
-                return
-            case .unsupported:
-                bulkGetSupported.withLock { $0 = false }
+        guard bulkGetSupported.withLock({ $0 }) != false else {
+            return try await openRevisions(requests, staging: staging, deliver: deliver)
+        }
+        var needingContent: [MissingRevisions] = []
+        let outcome = try await bulkGet(requests, withAttachments: false, staging: staging) { revision, knownAncestors in
+            if case .found(let found) = revision, Self.lacksAttachmentContent(found.json, knownAncestors: knownAncestors) {
+                needingContent.append(MissingRevisions(id: found.id, missing: [found.revision], possibleAncestors: knownAncestors))
+            } else {
+                await deliver(revision)
             }
         }
-        try await openRevisions(requests, staging: staging, deliver: deliver)
+        switch outcome {
+        case .unsupported:
+            bulkGetSupported.withLock { $0 = false }
+            return try await openRevisions(requests, staging: staging, deliver: deliver)
+        case .unanswered(let rest):
+            // A result over the document bound (a server sending attachments inline anyway).
+            bulkGetSupported.withLock { $0 = true }
+            try await openRevisions(rest, staging: staging, deliver: deliver)
+        case .done:
+            bulkGetSupported.withLock { $0 = true }
+        }
+        guard !needingContent.isEmpty else { return }
+        switch try await bulkGet(needingContent, withAttachments: true, staging: staging, deliver: { revision, _ in await deliver(revision) }) {
+        case .done: break
+        case .unsupported: try await openRevisions(needingContent, staging: staging, deliver: deliver)
+        case .unanswered(let rest): try await openRevisions(rest, staging: staging, deliver: deliver)
+        }
+    }
+
+    /// Whether a revision read with attachment stubs has one the target lacks: an attachment
+    /// changed after the newest revision of its history that the target has (CouchDB's `atts_since`
+    /// rule), whose content must then be read.
+    static func lacksAttachmentContent(_ document: JSON, knownAncestors: [RevisionID]) -> Bool {
+        guard case .object(let attachments)? = document["_attachments"], !attachments.isEmpty else { return false }
+        var generation = 0
+        if !knownAncestors.isEmpty, let start = document["_revisions"]?["start"]?.intValue,
+           let ids = document["_revisions"]?["ids"]?.arrayValue {
+            let known = Set(knownAncestors)
+            for (offset, id) in ids.enumerated() {
+                if let digest = id.stringValue, let revision = RevisionID("\(start - offset)-\(digest)"), known.contains(revision) {
+                    generation = revision.generation
+                    break
+                }
+            }
+        }
+        return attachments.contains { _, entry in
+            entry["data"] == nil && entry["follows"]?.boolValue != true && (entry["revpos"]?.intValue ?? .max) > generation
+        }
     }
 
     /// This endpoint's spool: content read for it as a target waits there until it is sent.
@@ -58,26 +93,31 @@ extension RemoteEndpoint {
     private enum BulkGetOutcome {
         case done
         case unsupported
-        /// These requests were not answered: one result was larger than the document bound.
+        /// These requests were not answered: one result was larger than the document bound,
+        /// or the answer to a request for attachments came as JSON.
         case unanswered([MissingRevisions])
     }
 
-    /// Reads the `_bulk_get` answer one result at a time.
-    private func bulkGet(_ requests: [MissingRevisions], staging: AttachmentStaging,
-                         deliver: (FetchedRevision) async -> Void) async throws(EndpointError) -> BulkGetOutcome {
+    /// One `_bulk_get`, read a result at a time: as JSON with attachment stubs, or (`withAttachments`)
+    /// asking for the attachments the target lacks (`atts_since`) as `multipart/mixed`. Each revision
+    /// goes to `deliver` with the ancestors the target has.
+    private func bulkGet(_ requests: [MissingRevisions], withAttachments: Bool, staging: AttachmentStaging,
+                         deliver: (FetchedRevision, _ knownAncestors: [RevisionID]) async -> Void) async throws(EndpointError) -> BulkGetOutcome {
         var docs: [JSON] = []
         for request in requests {
             let since = JSON.array(request.possibleAncestors.map { .string($0.description) })
             for revision in request.missing {
                 var entry: JSON.Object = ["id": .string(request.id), "rev": .string(revision.description)]
-                if !request.possibleAncestors.isEmpty { entry["atts_since"] = since }
+                if withAttachments && !request.possibleAncestors.isEmpty { entry["atts_since"] = since }
                 docs.append(.object(entry))
             }
         }
-        let query = [("revs", "true"), ("latest", "true"), ("attachments", "true")]
+        let ancestors = Dictionary(requests.map { ($0.id, $0.possibleAncestors) }, uniquingKeysWith: { a, _ in a })
+        var query = [("revs", "true"), ("latest", "true")]
+        if withAttachments { query.append(("attachments", "true")) }
         let path = databasePath + "/_bulk_get"
         let response = try await send(.POST, path, query: query, body: JSON.object(["docs": .array(docs)]).serializedBytes(),
-                                      accept: "multipart/mixed", timeout: configuration.requestTimeout)
+                                      accept: withAttachments ? "multipart/mixed" : "application/json", timeout: configuration.requestTimeout)
         // Whether the server has `_bulk_get` is decided by the status, before the body is read as a stream.
         guard response.status.code < 400 else {
             let failure = await error(answering: response)
@@ -96,8 +136,11 @@ extension RemoteEndpoint {
                     documentLimit: documentLimit, attachmentLimit: configuration.maximumAttachmentSize, staging: staging)
                 while let answer = try await reader.next() {
                     let id = try answers.document(for: answer)
-                    await deliver(revision(from: answer.json, id: id, files: answer.files))
+                    await deliver(revision(from: answer.json, id: id, files: answer.files), ancestors[id] ?? [])
                 }
+            } else if withAttachments {
+                // JSON where attachments were asked for as parts: one document at a time instead.
+                return .unanswered(requests)
             } else {
                 var splitter = ResultsSplitter(limit: documentLimit)
                 var results = 0
@@ -115,7 +158,7 @@ extension RemoteEndpoint {
                             }
                             let id = try answers.document(named: result["id"]?.stringValue)
                             for answer in result["docs"]?.arrayValue ?? [] {
-                                await deliver(revision(from: answer, id: id))
+                                await deliver(revision(from: answer, id: id), ancestors[id] ?? [])
                             }
                         }
                     }
@@ -142,7 +185,7 @@ extension RemoteEndpoint {
         // A document the answer left out is neither written nor refused: it must not be passed over.
         for request in answers.unanswered {
             for revision in request.missing {
-                await deliver(.failed(id: request.id, revision: revision, reason: "the _bulk_get answer left it out"))
+                await deliver(.failed(id: request.id, revision: revision, reason: "the _bulk_get answer left it out"), [])
             }
         }
         return .done

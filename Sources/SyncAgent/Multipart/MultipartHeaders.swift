@@ -5,13 +5,30 @@ struct MultipartHeaders: Sendable {
     /// The headers in order, names lower-cased.
     let fields: [(name: String, value: String)]
 
-    /// Headers from their text (`Name: value` lines separated by CRLF).
-    init(parsing text: String) {
-        fields = text.split(separator: "\r\n").compactMap { line in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(),
-                    line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    /// Headers from their bytes (`Name: value` lines separated by CRLF), read byte by
+    /// byte: a multipart answer has a part per document, so this runs once per document.
+    init(parsing bytes: ArraySlice<UInt8>) {
+        var fields: [(name: String, value: String)] = []
+        var lineStart = bytes.startIndex
+        while lineStart < bytes.endIndex {
+            var lineEnd = lineStart
+            while lineEnd < bytes.endIndex && bytes[lineEnd] != 0x0D && bytes[lineEnd] != 0x0A { lineEnd += 1 }
+            if let colon = bytes[lineStart..<lineEnd].firstIndex(of: UInt8(ascii: ":")) {
+                let name = Self.trimmed(bytes[lineStart..<colon]).map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
+                fields.append((String(decoding: name, as: UTF8.self),
+                               String(decoding: Self.trimmed(bytes[(colon + 1)..<lineEnd]), as: UTF8.self)))
+            }
+            lineStart = lineEnd
+            while lineStart < bytes.endIndex && (bytes[lineStart] == 0x0D || bytes[lineStart] == 0x0A) { lineStart += 1 }
         }
+        self.fields = fields
+    }
+
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var slice = bytes
+        while let first = slice.first, first == 0x20 || first == 0x09 { slice.removeFirst() }
+        while let last = slice.last, last == 0x20 || last == 0x09 { slice.removeLast() }
+        return slice
     }
 
     /// Headers from name-value pairs.
@@ -41,6 +58,18 @@ struct MediaType: Sendable {
 
     /// Parses a header value.
     init(parsing value: String) {
+        // Most values have no quotes: split on `;` over the bytes, without reading characters.
+        if !value.utf8.contains(UInt8(ascii: "\"")) {
+            let pieces = value.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
+            type = Self.trimmed(pieces[0]).lowercased()
+            var parameters: [String: String] = [:]
+            for piece in pieces.dropFirst() {
+                guard let equals = piece.firstIndex(of: UInt8(ascii: "=")) else { continue }
+                parameters[Self.trimmed(piece[..<equals]).lowercased()] = Self.trimmed(piece[piece.index(after: equals)...])
+            }
+            self.parameters = parameters
+            return
+        }
         var pieces: [String] = []
         var current = ""
         var quoted = false
@@ -73,4 +102,8 @@ struct MediaType: Sendable {
 
     /// The `boundary` parameter.
     var boundary: String? { parameters["boundary"] }
+
+    private static func trimmed(_ bytes: Substring.UTF8View) -> String {
+        String(Substring(bytes)).trimmingCharacters(in: .whitespaces)
+    }
 }

@@ -73,10 +73,10 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
         } else {
             headerEnd = try await find([0x0D, 0x0A, 0x0D, 0x0A], limit: maximumHeaderSize) + 2
         }
-        let text = String(decoding: buffer[start..<headerEnd], as: UTF8.self)
+        let headers = MultipartHeaders(parsing: buffer[start..<headerEnd])
         start = headerEnd + 2
         state = .body
-        return MultipartHeaders(parsing: text)
+        return headers
     }
 
     /// The next chunk of the current part's body; `nil` at its end.
