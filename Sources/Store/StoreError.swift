@@ -16,6 +16,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case preconditionFailed
         /// 413: the document or attachment is larger than allowed.
         case tooLarge
+        /// 507: the disk (or the owner's quota) is full; nothing of the write was kept.
+        case insufficientStorage
         /// 500: the store failed (I/O, SQLite).
         case `internal`
     }
@@ -46,6 +48,14 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func illegalDocID(_ reason: String) -> StoreError { StoreError(.badRequest, error: "illegal_docid", reason: reason) }
     /// 413 document_too_large.
     public static func tooLarge(_ reason: String) -> StoreError { StoreError(.tooLarge, error: "document_too_large", reason: reason) }
+    /// 413 document_too_large for a body over the size limit: CouchDB's reason is the document's id.
+    public static func documentTooLarge(id: String) -> StoreError { StoreError(.tooLarge, error: "document_too_large", reason: id) }
+    /// 413 attachment_too_large: CouchDB's reason is the attachment's name.
+    public static func attachmentTooLarge(name: String) -> StoreError { StoreError(.tooLarge, error: "attachment_too_large", reason: name) }
+    /// 507 insufficient_storage: a write failed for want of disk space (`ENOSPC`, `EDQUOT`, `SQLITE_FULL`).
+    public static func insufficientStorage(_ reason: String) -> StoreError {
+        StoreError(.insufficientStorage, error: "insufficient_storage", reason: reason)
+    }
     /// The task asking was cancelled (its client went away, the server is stopping): a long read stopped early.
     public static let cancelled = StoreError(.internal, error: "cancelled", reason: "The request was cancelled.")
     /// 500 with the underlying cause.

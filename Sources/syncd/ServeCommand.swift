@@ -32,7 +32,13 @@ struct ServeCommand: AsyncParsableCommand {
     var tls = false
 
     @Option(name: .customLong("max-request-size"), help: "Largest JSON request body in bytes.")
-    var maximumRequestSize = 64 << 20
+    var maximumRequestSize = ListenerConfiguration().maximumRequestSize
+
+    @Option(name: .customLong("max-attachment-size"), help: "Largest attachment in bytes (413 beyond, before it is stored).")
+    var maximumAttachmentSize = ListenerConfiguration().maximumAttachmentSize
+
+    @Option(name: .customLong("max-document-size"), help: "Largest document in bytes, its JSON without attachments (CouchDB's max_document_size; 413 beyond).")
+    var maximumDocumentSize = Node.defaultMaximumDocumentSize
 
     @Option(name: .customLong("max-connections"), help: "Most connections of clients other than peers open at once (the oldest anonymous one is closed beyond; 503 when all are users').")
     var maximumConnections = ListenerLimits().maximumConnections
@@ -63,6 +69,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("connection limits must be positive")
         }
         guard handshakeTimeout > 0, requestHeadTimeout > 0, idleTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+        guard maximumRequestSize > 0, maximumAttachmentSize > 0, maximumDocumentSize > 0 else {
+            throw ValidationError("size limits must be positive")
+        }
         guard databaseIdleTime >= 0 else { throw ValidationError("--database-idle-time must not be negative") }
     }
 
@@ -73,6 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.tls = tls
         configuration.maximumRequestSize = maximumRequestSize
+        configuration.maximumAttachmentSize = maximumAttachmentSize
         configuration.limits.maximumConnections = maximumConnections
         configuration.limits.maximumConnectionsPerClient = maximumConnectionsPerClient
         configuration.limits.maximumPendingConnections = maximumPendingConnections
@@ -80,7 +90,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.requestHeadTimeout = .seconds(requestHeadTimeout)
         configuration.limits.idleTimeout = .seconds(idleTimeout)
         configuration.databaseIdleTime = .seconds(databaseIdleTime)
-        let node = try Node(directory: data.path, logger: logger)
+        let node = try Node(directory: data.path, maximumDocumentSize: maximumDocumentSize, logger: logger)
         defer { node.close() }
         if (try? node.users.names())?.isEmpty ?? true, (try? node.peers.all())?.isEmpty ?? true {
             FileHandle.standardError.write(Data("""

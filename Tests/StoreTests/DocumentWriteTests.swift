@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import JSON
 import XCTest
 @testable import Store
@@ -165,10 +166,42 @@ final class DocumentWriteTests: DatabaseTestCase {
         options.maximumDocumentSize = 1000
         let small = try Database.open(path: directory.file("small.sqlite"), options: options)
         defer { small.close() }
-        await assertRefused("document_too_large") {
+        do {
             try await small.put(["_id": "big", "text": .string(String(repeating: "x", count: 2000))])
+            XCTFail("a body over the limit was written")
+        } catch {
+            // CouchDB's answer: 413 {"error":"document_too_large","reason":"<the document's id>"}.
+            XCTAssertEqual(error, StoreError(.tooLarge, error: "document_too_large", reason: "big"))
         }
         XCTAssertEqual(try small.info().docCount, 0)
+    }
+
+    /// CouchDB's `max_document_size` counts the body without its attachments: inline data
+    /// well over the limit is taken, a body just over it is not, whichever way it arrives.
+    func testDocumentSizeLimitCountsTheBodyWithoutAttachments() async throws {
+        var options = Database.Options()
+        options.maximumDocumentSize = 1000
+        let small = try Database.open(path: directory.file("small.sqlite"), options: options)
+        defer { small.close() }
+        let inline = Data(repeating: 7, count: 5000).base64EncodedString()
+        let photo = try await small.put(["_id": "photo", "caption": "sea", "_attachments": ["p.jpg": ["content_type": "image/jpeg", "data": .string(inline)]]])
+        XCTAssertEqual(try small.document(id: "photo").attachments.first?.length, 5000, "\(photo)")
+        // The body alone at the limit is taken; one byte more is not. `{"t":"…"}` is 8 bytes around the text.
+        try await small.put(["_id": "edge", "t": .string(String(repeating: "x", count: 992))])
+        await assertRefused("document_too_large") {
+            try await small.put(["_id": "over", "t": .string(String(repeating: "x", count: 993))])
+        }
+        // Replication's writes (new_edits=false, as LocalEndpoint makes them) are held to it too, a
+        // document at a time: the rest of the batch is written.
+        let results = try await small.bulkDocs([
+            DocumentUpload(["_id": "a", "_rev": "1-aaa", "v": 1]),
+            DocumentUpload(["_id": "huge", "_rev": "1-bbb", "t": .string(String(repeating: "y", count: 5000))]),
+            DocumentUpload(["_id": "c", "_rev": "1-ccc", "v": 3]),
+        ], newEdits: false)
+        XCTAssertEqual(results.map(\.id), ["a", "huge", "c"])
+        XCTAssertEqual(results.map { $0.result.failureError }, [nil, StoreError.documentTooLarge(id: "huge"), nil])
+        XCTAssertThrowsError(try small.document(id: "huge"))
+        XCTAssertEqual(try small.info().docCount, 4)
     }
 }
 

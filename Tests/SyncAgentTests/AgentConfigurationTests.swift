@@ -10,9 +10,12 @@ struct AgentConfigurationTests {
         let configuration = try AgentConfiguration(toml: """
             [node]
             name = "kitchen"
+            max_document_size = 1000000
             [listener]
             host = "0.0.0.0"
             port = 7000
+            max_request_size = 2000000
+            max_attachment_size = 3000000000
             handshake_timeout = 2.5
             request_head_timeout = 3
             idle_timeout = 30
@@ -42,6 +45,8 @@ struct AgentConfigurationTests {
             """)
         #expect(configuration.name == "kitchen")
         #expect(configuration.listenHost == "0.0.0.0" && configuration.listenPort == 7000)
+        #expect(configuration.maximumDocumentSize == 1_000_000)
+        #expect(configuration.maximumRequestSize == 2_000_000 && configuration.maximumAttachmentSize == 3_000_000_000)
         var limits = ListenerLimits()
         limits.handshakeTimeout = .milliseconds(2500)
         limits.requestHeadTimeout = .seconds(3)
@@ -69,6 +74,7 @@ struct AgentConfigurationTests {
         let configuration = try AgentConfiguration(toml: "")
         #expect(configuration == AgentConfiguration())
         #expect(configuration.listenHost == "::" && configuration.listenPort == 6984 && configuration.discovery)
+        #expect(configuration.maximumDocumentSize == 8_000_000 && configuration.maximumAttachmentSize == 1 << 32)
         #expect(configuration.databases.map(\.name) == ["syncd"])
         let missing = try AgentConfiguration.load(path: "/nonexistent/syncd.toml")
         #expect(missing == AgentConfiguration())
@@ -102,6 +108,8 @@ struct AgentConfigurationTests {
         ("[listener]\nmax_feeds_per_client = 1.5", "listener.max_feeds_per_client must be an integer"),
         ("[listner]\nport = 1", "unknown key listner (known here: database, discovery, listener, node, peer, remote)"),
         ("[node]\nname = \"\"", "node.name must be 1 to 63 bytes"),
+        ("[node]\nmax_document_size = 0", "node.max_document_size must be positive"),
+        ("[listener]\nmax_attachment_size = \"4G\"", "listener.max_attachment_size must be an integer"),
         ("[discovery]\nservice_type = \"syncd\"", "discovery.service_type is not valid: invalid DNS-SD service type 'syncd' (expected e.g. _syncd._tcp)"),
         ("[[database]]\npush_filter = { doc_ids = [\"a\"] }", "database[1].name is missing"),
         ("[[database]]\nname = \"Notes\"", "database[1].name 'Notes' is not a valid database name"),

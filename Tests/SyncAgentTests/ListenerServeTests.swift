@@ -70,6 +70,30 @@ final class ListenerServeTests: XCTestCase {
         try await assertEqual(await serve.stop(signal: SIGINT), 0)
     }
 
+    func testServeTakesItsSizeLimits() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let passwordFile = directory.path + "/password.txt"
+        try "root pw\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try run(["user", "add", "root", "--admin", "--password-file", passwordFile, "--data", directory.path]).status, 0)
+        let refused = try await ServeProcess.startFailing(["--data", directory.path, "--port", "0", "--max-document-size", "0"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.output.contains("size limits must be positive"), refused.output)
+
+        let serve = try await ServeProcess.start(["--data", directory.path, "--port", "0",
+                                                  "--max-document-size", "1000", "--max-attachment-size", "100"])
+        let root = HTTP.basic("root", "root pw")
+        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db", headers: [root]).status, 201)
+        let big = try await HTTP.json(.PUT, serve.url + "/db/big", ["t": .string(String(repeating: "x", count: 1000))], headers: [root])
+        XCTAssertEqual(big.status, 413)
+        XCTAssertEqual(big.json, ["error": "document_too_large", "reason": "big"])
+        let attachment = try await HTTP.request(.PUT, serve.url + "/db/doc/a.bin", body: [UInt8](repeating: 1, count: 101), headers: [root])
+        XCTAssertEqual(attachment.status, 413, attachment.text)
+        XCTAssertEqual(attachment.json, ["error": "attachment_too_large", "reason": "a.bin"])
+        try await assertEqual(try await HTTP.json(.PUT, serve.url + "/db/small", ["t": "fits"], headers: [root]).status, 201)
+        try await assertEqual(await serve.stop(), 0)
+    }
+
     private func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
         let result = try SyncdCommand.run(arguments, input: input)
         return (result.status, result.output)

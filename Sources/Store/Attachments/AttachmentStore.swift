@@ -221,7 +221,11 @@ final class AttachmentWriter {
         return staged
     }
 
+    /// The error for a failed system call, read from `errno`: a full disk or quota is
+    /// 507 insufficient_storage (the file is removed when the writer is dropped), anything else 500.
     private static func failure(_ what: String) -> StoreError {
-        .internal("\(what): \(String(cString: strerror(errno)))")
+        let cause = errno
+        let reason = "\(what): \(String(cString: strerror(cause)))"
+        return cause == ENOSPC || cause == EDQUOT ? .insufficientStorage(reason) : .internal(reason)
     }
 }

@@ -86,8 +86,10 @@ extension Database {
             if !newEdits, document.revision == nil, !document.isLocal {
                 throw .badRequest("Document rev is required with new_edits=false")
             }
+            // CouchDB's `max_document_size`: the body without `_id`, `_rev`, `_attachments`
+            // and the other special members, so inline attachment data never counts.
             if document.bodyText.count > options.maximumDocumentSize {
-                throw .tooLarge("Document exceeds \(options.maximumDocumentSize) bytes")
+                throw .documentTooLarge(id: document.id ?? "")
             }
             if newEdits, document.revision == nil, !document.isLocal, !document.hasStubs {
                 document.creation = try? DocumentUpdate.Creation(document)

@@ -48,7 +48,7 @@ final class Connection {
         if status != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? "error \(status)"
             sqlite3_free(message)
-            throw .internal("SQLite: \(text)")
+            throw failure(status, reason: "SQLite: \(text)")
         }
     }
 
@@ -104,6 +104,16 @@ final class Connection {
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     func error(_ status: Int32) -> StoreError {
-        .internal("SQLite error \(status): \(String(cString: sqlite3_errmsg(handle)))")
+        failure(status, reason: "SQLite error \(status): \(String(cString: sqlite3_errmsg(handle)))")
+    }
+
+    /// A full disk or quota (`SQLITE_FULL`, or an I/O error from `ENOSPC` or `EDQUOT`) is
+    /// 507 insufficient_storage; any other failure 500.
+    private func failure(_ status: Int32, reason: String) -> StoreError {
+        let cause = sqlite3_system_errno(handle)
+        if status & 0xff == SQLITE_FULL || (status & 0xff == SQLITE_IOERR && (cause == ENOSPC || cause == EDQUOT)) {
+            return .insufficientStorage(reason)
+        }
+        return .internal(reason)
     }
 }

@@ -53,9 +53,12 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         listener.host = configuration.listenHost == "::" && !LocalAddresses.canListenOnIPv6 ? "0.0.0.0" : configuration.listenHost
         listener.port = configuration.listenPort
         listener.limits = configuration.listenerLimits
+        listener.maximumRequestSize = configuration.maximumRequestSize
+        listener.maximumAttachmentSize = configuration.maximumAttachmentSize
         listener.tls = true
         listenerConfiguration = listener
-        node = try Node(directory: directory, name: configuration.name ?? NodeName.current, logger: logger)
+        node = try Node(directory: directory, name: configuration.name ?? NodeName.current,
+                        maximumDocumentSize: configuration.maximumDocumentSize, logger: logger)
         self.configurationPath = configurationPath
         self.controlSocket = controlSocket
         self.logger = logger
@@ -139,7 +142,9 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         if configuration.listenHost != previous.listenHost || configuration.listenPort != previous.listenPort {
             logger.warning("the listener's address changed in \(configurationPath): it takes effect when the agent restarts")
         }
-        if configuration.listenerLimits != previous.listenerLimits {
+        if configuration.listenerLimits != previous.listenerLimits || configuration.maximumRequestSize != previous.maximumRequestSize
+            || configuration.maximumAttachmentSize != previous.maximumAttachmentSize
+            || configuration.maximumDocumentSize != previous.maximumDocumentSize {
             logger.warning("the listener's limits changed in \(configurationPath): they take effect when the agent restarts")
         }
         if configuration.discovery != previous.discovery || configuration.serviceType != previous.serviceType {

@@ -18,6 +18,13 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var listenPort = AgentConfiguration.defaultPort
     /// The listener's deadlines and connection budgets.
     public var listenerLimits = ListenerLimits()
+    /// The largest JSON request body the listener takes, in bytes (`[listener] max_request_size`).
+    public var maximumRequestSize = ListenerConfiguration().maximumRequestSize
+    /// The largest attachment the listener takes, in bytes (`[listener] max_attachment_size`).
+    public var maximumAttachmentSize = ListenerConfiguration().maximumAttachmentSize
+    /// CouchDB's `max_document_size`: the largest document body, without attachments, that the
+    /// node's databases take from anyone, peers and remotes included (`[node] max_document_size`).
+    public var maximumDocumentSize = Node.defaultMaximumDocumentSize
     /// Advertise and browse with Avahi.
     public var discovery = true
     /// The DNS-SD service type advertised and browsed.

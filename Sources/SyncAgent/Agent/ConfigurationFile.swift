@@ -43,9 +43,11 @@ extension AgentConfiguration {
     /// ```toml
     /// [node]
     /// name = "kitchen"
+    /// max_document_size = 8000000    # bytes: a document's JSON without its attachments
     /// [listener]
     /// host = "::"
     /// port = 6984
+    /// max_request_size = 67108864    # bytes; also max_attachment_size
     /// handshake_timeout = 5          # seconds; also request_head_timeout, idle_timeout
     /// max_connections = 1000         # also max_connections_per_client,
     ///                                # max_pending_connections, max_feeds_per_client
@@ -83,13 +85,15 @@ extension AgentConfiguration {
         let file = Keys(root, path: "")
         try file.only(["node", "listener", "discovery", "database", "peer", "remote"])
         if let node = try file.table("node") {
-            try node.only(["name"])
+            try node.only(["name", "max_document_size"])
             name = try node.string("name")
             if let name, name.isEmpty || name.utf8.count > 63 { throw node.error("name", "must be 1 to 63 bytes") }
+            if let size = try node.count("max_document_size") { maximumDocumentSize = size }
         }
         if let listener = try file.table("listener") {
             try listener.only(["host", "port", "handshake_timeout", "request_head_timeout", "idle_timeout", "max_connections",
-                               "max_connections_per_client", "max_pending_connections", "max_feeds_per_client"])
+                               "max_connections_per_client", "max_pending_connections", "max_feeds_per_client",
+                               "max_request_size", "max_attachment_size"])
             if let host = try listener.string("host") { listenHost = host }
             if let port = try listener.integer("port") {
                 guard (0...65535).contains(port) else { throw listener.error("port", "must be between 0 and 65535") }
@@ -102,6 +106,8 @@ extension AgentConfiguration {
             if let count = try listener.count("max_connections_per_client") { listenerLimits.maximumConnectionsPerClient = count }
             if let count = try listener.count("max_pending_connections") { listenerLimits.maximumPendingConnections = count }
             if let count = try listener.count("max_feeds_per_client") { listenerLimits.maximumFeedsPerClient = count }
+            if let size = try listener.count("max_request_size") { maximumRequestSize = size }
+            if let size = try listener.count("max_attachment_size") { maximumAttachmentSize = size }
         }
         if let discovery = try file.table("discovery") {
             try discovery.only(["enabled", "service_type"])

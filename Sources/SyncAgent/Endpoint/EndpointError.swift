@@ -71,6 +71,7 @@ extension StoreError.Kind {
         case .conflict: 409
         case .preconditionFailed: 412
         case .tooLarge: 413
+        case .insufficientStorage: 507
         case .internal: 500
         }
     }

@@ -63,10 +63,12 @@ extension CouchResponder {
             } else if (try? db.document(id: id)) != nil {
                 throw StoreError.conflict
             }
+            // CouchDB's answer for either: 413 attachment_too_large, the attachment's name as the reason.
             if let length = exchange.request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumAttachmentSize {
-                throw CouchError.tooLarge
+                throw StoreError.attachmentTooLarge(name: name)
             }
-            let staged = try await db.stageAttachment(exchange.request.body.map { $0.readableBytesView }, limit: configuration.maximumAttachmentSize)
+            let staged = try await Self.stage(exchange.request.body.map { $0.readableBytesView }, named: name, in: db,
+                                              limit: configuration.maximumAttachmentSize)
             defer { db.discardStaged(staged) }
             var attachments = document["_attachments"]?.objectValue ?? [:]
             attachments[name] = ["content_type": .string(exchange.request.headers[.contentType] ?? "application/octet-stream"), "follows": true]
@@ -84,6 +86,17 @@ extension CouchResponder {
             return ok
         default:
             throw CouchError.methodNotAllowed
+        }
+    }
+
+    /// Streams an attachment's bytes to its staged file; past `limit` bytes the file is
+    /// removed and the answer is 413 attachment_too_large with the attachment's name.
+    static func stage<Chunks: AsyncSequence>(_ chunks: Chunks, named name: String, in db: Database, limit: Int) async throws -> StagedAttachment
+    where Chunks.Element: Collection<UInt8> {
+        do {
+            return try await db.stageAttachment(chunks, limit: limit)
+        } catch let error as StoreError where error.error == "attachment_too_large" {
+            throw StoreError.attachmentTooLarge(name: name)
         }
     }
 

@@ -130,8 +130,10 @@ extension CouchResponder {
             entry.value["follows"]?.boolValue == true ? entry.key : nil
         }
         // An encoded part is checked by decoding it: its declared length is bounded as its bytes are.
-        for (_, entry) in object["_attachments"]?.objectValue ?? [:] where entry["encoding"] != nil {
-            if let length = entry["length"]?.doubleValue, length > Double(configuration.maximumAttachmentSize) { throw CouchError.tooLarge }
+        for (name, entry) in object["_attachments"]?.objectValue ?? [:] where entry["encoding"] != nil {
+            if let length = entry["length"]?.doubleValue, length > Double(configuration.maximumAttachmentSize) {
+                throw StoreError.attachmentTooLarge(name: name)
+            }
         }
         var staged: [String: StagedAttachment] = [:]
         do {
@@ -143,7 +145,8 @@ extension CouchResponder {
                       follows.contains(name), staged[name] == nil else {
                     throw CouchError.badRequest("multipart part \(index + 2) matches no attachment that follows")
                 }
-                staged[name] = try await db.stageAttachment(reader.bodyChunks(), limit: configuration.maximumAttachmentSize)
+                staged[name] = try await Self.stage(reader.bodyChunks(), named: name, in: db,
+                                                    limit: configuration.maximumAttachmentSize)
                 index += 1
             }
         } catch {

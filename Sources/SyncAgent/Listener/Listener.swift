@@ -21,7 +21,9 @@ public struct ListenerConfiguration: Sendable {
     public var tls = false
     /// The largest JSON request body accepted, in bytes (413 beyond).
     public var maximumRequestSize = 64 << 20
-    /// The largest attachment accepted, in bytes (413 beyond).
+    /// The largest attachment accepted, in bytes: 413 `attachment_too_large`, from the
+    /// `Content-Length` before any byte is read, or as soon as a streamed body passes it.
+    /// (The largest document is the node's: see ``Node/defaultMaximumDocumentSize``.)
     public var maximumAttachmentSize = 1 << 32
     /// How long connections may take and how many strangers may hold.
     public var limits = ListenerLimits()

@@ -36,12 +36,16 @@ public final class Node: Sendable {
     /// and opens what it keeps, making the identity on first use. `name`, when given, is recorded
     /// as the node's; otherwise the recorded one (else the host name) is used. `users` replaces
     /// the directory's user store (tests hash with fewer rounds); `now` is the invitations' clock
-    /// (tests set it). The store's commits are timed into ``SyncdMetrics``.
+    /// (tests set it). The store's commits are timed into ``SyncdMetrics``. `maximumDocumentSize` is
+    /// CouchDB's `max_document_size`: the largest document body, without its attachments, that any
+    /// write takes (a client's through the listener, a remote's through replication); 413 beyond.
     public init(directory: String, name: String? = nil, users: UserStore? = nil, now: (@Sendable () -> Date)? = nil,
-                activeTasks: ActiveTasks = ActiveTasks(), logger: Logger = Logger(label: "syncd.node")) throws {
+                activeTasks: ActiveTasks = ActiveTasks(), maximumDocumentSize: Int = Node.defaultMaximumDocumentSize,
+                logger: Logger = Logger(label: "syncd.node")) throws {
         lock = try DataDirectoryLock(directory: directory)
         var options = Database.Options()
         options.commitObserver = SyncdMetrics.storeCommitObserver
+        options.maximumDocumentSize = maximumDocumentSize
         catalog = try Catalog(directory: directory, options: options)
         identity = try NodeIdentity.loadOrCreate(in: directory)
         if let name {
@@ -55,6 +59,9 @@ public final class Node: Sendable {
         invitations = now.map { InvitationStore(directory: directory, now: $0) } ?? InvitationStore(directory: directory)
         self.activeTasks = activeTasks
     }
+
+    /// CouchDB's default `max_document_size`: 8,000,000 bytes.
+    public static let defaultMaximumDocumentSize = Database.Options().maximumDocumentSize
 
     /// Closes the databases and gives up the directory.
     public func close() {

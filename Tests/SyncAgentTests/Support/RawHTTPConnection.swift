@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A plain TCP connection that sends one HTTP request and reads the answer
 /// as it arrives, for streaming feeds whose client must go away on cue.
@@ -59,9 +60,35 @@ final class RawHTTPConnection {
         try write(Array((head + body).utf8))
     }
 
-    /// Sends `bytes` as they are (a request written by hand, however broken).
+    /// Sends a request head for `method` and `path` with `headers` and the URL's credentials;
+    /// its body, if any, follows with ``write(_:)`` (or ``writeChunk(_:)``).
+    func sendHead(_ method: String, _ path: String, headers: [(String, String)]) throws {
+        let lines = headers.map { "\($0.0): \($0.1)\r\n" }.joined()
+        try write(Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(lines)\(authorization)\r\n".utf8))
+    }
+
+    /// Sends `bytes` as one chunk of a `Transfer-Encoding: chunked` body; no bytes is the last chunk.
+    func writeChunk(_ bytes: [UInt8]) throws {
+        try write(Array(String(bytes.count, radix: 16).utf8) + Array("\r\n".utf8) + bytes + Array("\r\n".utf8))
+    }
+
+    /// Sends `bytes` as they are (a request written by hand, however broken); a connection the
+    /// server closed is an error here, not a SIGPIPE.
     func write(_ bytes: [UInt8]) throws {
-        guard send(socket, bytes, bytes.count, 0) == bytes.count else { throw TestSupportError("send failed") }
+        guard send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw TestSupportError("send failed") }
+    }
+
+    /// Reads one answer with a JSON body (at most `timeout`): its status and body, or `nil` if none came.
+    func readJSONAnswer(timeout: Duration = .seconds(10)) -> (status: Int, json: JSON)? {
+        func split(_ text: String) -> (head: Substring, body: Substring)? {
+            guard let end = text.range(of: "\r\n\r\n") else { return nil }
+            return (text[..<end.lowerBound], text[end.upperBound...])
+        }
+        _ = read(until: { text in split(text).map { $0.body.contains("}") } ?? false }, timeout: timeout)
+        guard let (head, body) = split(text), let statusText = head.split(separator: " ").dropFirst().first,
+              let status = Int(statusText), let open = body.firstIndex(of: "{"), let close = body.lastIndex(of: "}"),
+              let json = try? JSON(parsing: Array(body[open...close].utf8)) else { return nil }
+        return (status, json)
     }
 
     /// Closes the sending side: the server sees the end of the request stream.
