@@ -9,6 +9,8 @@ public final class Catalog: Sendable {
     /// The data directory.
     public let directory: String
     private let options: Database.Options
+    /// The largest document body, without attachments, its databases take (`max_document_size`).
+    public var maximumDocumentSize: Int { options.maximumDocumentSize }
     private let open = Locked<[String: Entry]>([:])
 
     /// An open database and when it was last asked for.

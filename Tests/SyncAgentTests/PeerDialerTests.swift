@@ -41,7 +41,7 @@ final class PeerDialerTests: XCTestCase {
 
         guard case .reached(let again) = await dialer.dial(dialer.candidates, current: connection) else { return XCTFail("A was lost") }
         XCTAssertTrue(again === connection)
-        let notes = try connection.endpoint("notes", logger: b.listener.logger)
+        let notes = try connection.endpoint("notes", maximumDocumentSize: 8_000_000, logger: b.listener.logger)
         _ = try await notes.identity()
         try await notes.prepare(createIfMissing: false)
         XCTAssertEqual(forwarder.connections, 2, "probing again and a database's requests use the probe's connection")

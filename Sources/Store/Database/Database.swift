@@ -63,6 +63,8 @@ public final class Database: Sendable {
     public let instanceStartTime: Int64
 
     let options: Options
+    /// The largest document body, without attachments, this database takes (`max_document_size`).
+    public var maximumDocumentSize: Int { options.maximumDocumentSize }
     let writer: Writer
     let readers: Readers
     /// The last committed sequence after each commit.

@@ -20,7 +20,9 @@ final class RemoteLink: Sendable {
         if let file = remote.credentialsFile {
             url = try Self.url(remote.url, credentialsFrom: file)
         }
-        let endpoints = [RemoteEndpoint(.init(url: url), logger: logger), RemoteEndpoint(.init(url: url), logger: logger)]
+        var configuration = RemoteEndpoint.Configuration(url: url)
+        configuration.maximumDocumentSize = database.maximumDocumentSize
+        let endpoints = [RemoteEndpoint(configuration, logger: logger), RemoteEndpoint(configuration, logger: logger)]
         var pulling = ReplicationConfiguration(source: endpoints[0], target: LocalEndpoint(database))
         pulling.filter = filters?.pullFilter
         var pushing = ReplicationConfiguration(source: LocalEndpoint(database), target: endpoints[1])

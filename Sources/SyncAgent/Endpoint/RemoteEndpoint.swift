@@ -32,7 +32,7 @@ public final class RemoteEndpoint: Endpoint {
         /// peer (mutual TLS: how a paired peer authenticates); `nil` presents none.
         public var clientIdentity: NodeIdentity?
         /// The largest document JSON read from the server, attachments aside (CouchDB's `max_document_size`).
-        public var maximumDocumentSize = ReplicatorTuning.maximumDocumentSize
+        public var maximumDocumentSize = Database.Options().maximumDocumentSize
         /// The largest attachment read from the server.
         public var maximumAttachmentSize = ReplicatorTuning.maximumAttachmentSize
 

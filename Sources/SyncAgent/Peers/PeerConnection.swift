@@ -57,13 +57,15 @@ final class PeerConnection: Sendable {
         }
     }
 
-    /// The database `database` of the peer, reached with this client.
-    func endpoint(_ database: String, logger: Logger) throws(EndpointError) -> RemoteEndpoint {
-        RemoteEndpoint(RemoteEndpoint.Configuration(
+    /// The database `database` of the peer, reached with this client, reading documents up to
+    /// `maximumDocumentSize` (what the local databases take).
+    func endpoint(_ database: String, maximumDocumentSize: Int, logger: Logger) throws(EndpointError) -> RemoteEndpoint {
+        var configuration = RemoteEndpoint.Configuration(
             url: try RemoteURL("https://\(address)/\(PathEncoding.segment(database))"), trust: .certificate(certificate),
             peerUUID: peerUUID, requestTimeout: ReplicatorTuning.peerRequestTimeout,
-            connectTimeout: ReplicatorTuning.peerConnectTimeout, clientIdentity: identity),
-            sharing: client, logger: logger)
+            connectTimeout: ReplicatorTuning.peerConnectTimeout, clientIdentity: identity)
+        configuration.maximumDocumentSize = maximumDocumentSize
+        return RemoteEndpoint(configuration, sharing: client, logger: logger)
     }
 
     /// Closes the client's connections; the pulls' requests fail at once.

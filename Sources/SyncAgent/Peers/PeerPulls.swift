@@ -120,7 +120,8 @@ final class PeerPulls: Sendable {
         guard let connection else { return }
         for (database, filter) in databases.sorted(by: { $0.key < $1.key }) {
             do {
-                var configuration = ReplicationConfiguration(source: try connection.endpoint(database, logger: context.logger),
+                var configuration = ReplicationConfiguration(source: try connection.endpoint(database, maximumDocumentSize: context.catalog.maximumDocumentSize,
+                                                                                                logger: context.logger),
                                                              target: LocalEndpoint(try context.catalog.openOrCreate(database)))
                 configuration.continuous = true
                 configuration.filter = filter

@@ -55,10 +55,6 @@ public enum ReplicatorTuning {
     /// The largest answer held whole: feeds, diffs and documents without attachments.
     static let largestAnswer = 64 << 20
 
-    /// The largest document JSON read from a remote, attachments aside: CouchDB's
-    /// default `max_document_size` (``RemoteEndpoint/Configuration/maximumDocumentSize``).
-    public static let maximumDocumentSize = 8_000_000
-
     /// Room beside a document's JSON for its `_revisions` and attachment descriptions.
     static let documentMetadataAllowance = 1 << 20
 
