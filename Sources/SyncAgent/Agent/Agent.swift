@@ -99,6 +99,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
                             for await _ in pairings { self.reconcilePeers() }
                         }
                         watches.addTask { await self.watchOwnAddresses() }
+                        // Peers paired or revoked by another hand: peers.json replaced beside the agent.
+                        watches.addTask { await self.node.followDirectory(logger: self.logger) }
                     }
                 }
                 await stopReplications()
