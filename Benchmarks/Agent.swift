@@ -20,6 +20,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "gone" { return try await runPeerGoneBenchmarks() }
     if arguments.first == "mesh" { return try await agentMesh(arguments: arguments) }
     if arguments.first == "catchup" { return try await agentCatchUp(arguments: arguments) }
+    if arguments.first == "pairing" { return try await agentPairing(arguments: arguments) }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []

@@ -45,6 +45,8 @@ default:
                syncd-bench agent [--runs N] [--samples N]   syncd agent in the test bed: pairing to first document, following a
                                                 peer that moves, write-to-readable latency, 3 x 1,000 convergence, idle CPU/RSS,
                                                 a peer stopped for 60 s and a silent 30 s cut (alone: agent gone)
+               syncd-bench agent pairing [--runs 10] [--before OLD-SYNCD]   two agents on loopback: syncd pair URL,
+                                                then pairing done -> first document; OLD alternating
                syncd-bench agent mesh [--samples 300] [--rounds 1] [--before OLD-SYNCD]
                                                 a hub and 3 spokes: write-to-readable latency, 3 x 1,000 convergence
                syncd-bench query [--docs 1000000] [--samples 1000] [--write-docs 100000] [--rounds 3] [--before OLD-SYNCD]

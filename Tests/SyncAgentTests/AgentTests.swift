@@ -83,6 +83,34 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(status.replications.first?.docsWritten, 101, "each of A's revisions crossed to B once")
     }
 
+    func testAPeersFileReplacedByAnotherHandIsActedOnAtOnce() async throws {
+        let (a, b) = try await pairedAgents()
+        defer { a.stop(); b.stop() }
+        try await a.put("syncd", "before", ["n": .number(1)])
+        try await b.waitUntil("B has A's document") { try await b.get("syncd", "before") != nil }
+        // Idle: no request of B's would meet A's refusal on its own; only a closed connection will.
+        try await AgentProcess.waitUntilQuiet([a, b])
+        try await assertEqual(try await b.status().peers.map(\.state), ["online"])
+
+        // Another hand (not `syncd peers revoke`) revokes B on A: a file renamed over peers.json.
+        let path = a.directory + "/peers.json"
+        let paired = try Data(contentsOf: URL(fileURLWithPath: path))
+        func replacePeers(with data: Data) throws {
+            try data.write(to: URL(fileURLWithPath: path + ".edit"))
+            XCTAssertEqual(rename(path + ".edit", path), 0)
+        }
+        try replacePeers(with: Data(#"{"peers":[]}"#.utf8))
+        // A closes B's connections, as for a revocation through A: B's feed ends and A refuses B.
+        // The old agent heard of its own changes only, and B's feed stayed open.
+        try await b.waitUntil("B is cut off", timeout: .seconds(30)) { try await b.status().peers.map(\.state) == ["offline"] }
+
+        // The same hand pairs them again: A starts pulling from B at once, B gets back in.
+        try replacePeers(with: paired)
+        try await b.put("syncd", "after", ["n": .number(2)])
+        try await a.waitUntil("A has B's document", timeout: .seconds(30)) { try await a.get("syncd", "after") != nil }
+        try await b.waitUntil("B is back", timeout: .seconds(30)) { try await b.status().peers.map(\.state) == ["online"] }
+    }
+
     func testANodesConfiguredNameIsTheOnePrintedAndTheOneItsPeerRecords() async throws {
         // B has a name of its own; it pairs by `syncd pair URL`, a command run beside its agent.
         let (a, b) = try await pairedAgents(Self.configuration(), Self.configuration("[node]\nname = \"kitchen\""))

@@ -102,6 +102,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
                             for await _ in pairings { self.reconcilePeers() }
                         }
                         watches.addTask { await self.watchOwnAddresses() }
+                        // Peers paired or revoked by another hand: peers.json replaced beside the agent.
+                        watches.addTask { await self.node.followDirectory(logger: self.logger) }
                     }
                 }
                 await stopReplications()
@@ -117,22 +119,32 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         }
     }
 
-    /// Until cancelled: counts the peers online for the metrics and, when this node's
-    /// addresses change, reconnects to every peer (connections from an old address are
-    /// dead without knowing it).
+    /// Until cancelled: when this node's addresses change, reconnects to every peer
+    /// (connections from an old address are dead without knowing it). The kernel tells
+    /// of each change to the links and addresses (rtnetlink, ``AddressWatch``), also when
+    /// it dropped some, so nothing is looked at on a timer.
     private func watchOwnAddresses() async {
-        var own = LocalAddresses.lan()
-        while !Task.isCancelled {
-            let links = state.withLock { $0.links.values.map(\.link) }
-            SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
-            try? await Task.sleep(for: ReplicatorTuning.ownAddressWatchInterval)
-            let now = LocalAddresses.lan()
-            if now != own {
-                own = now
-                logger.notice("this node's addresses changed to \(now.joined(separator: ", ")); reconnecting to peers")
-                for link in state.withLock({ $0.links.values.map(\.link) }) { await link.reconnect() }
-            }
+        let changes: AsyncStream<Void>
+        do {
+            changes = try AddressWatch.changes()
+        } catch {
+            logger.warning("changes of this node's addresses are not followed: \(error)")
+            return
         }
+        var own = LocalAddresses.lan()
+        for await _ in changes {
+            let now = LocalAddresses.lan()
+            guard now != own else { continue }
+            own = now
+            logger.notice("this node's addresses changed to \(now.joined(separator: ", ")); reconnecting to peers")
+            for link in state.withLock({ $0.links.values.map(\.link) }) { await link.reconnect() }
+        }
+    }
+
+    /// Counts the peers online for the metrics.
+    private func countPeersOnline() {
+        let links = state.withLock { $0.links.values.map(\.link) }
+        SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
     }
 
     /// Rereads the configuration file and applies it; an invalid file changes nothing.
@@ -258,7 +270,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
             }
         }
         let context = PeerLink.Context(catalog: node.catalog, identity: node.identity, addresses: addresses,
-                                       activeTasks: node.activeTasks, logger: logger)
+                                       activeTasks: node.activeTasks, logger: logger,
+                                       connectionChanged: { [weak self] in self?.countPeersOnline() })
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []
@@ -279,6 +292,7 @@ public final class Agent: Service, AgentStatusSource, Sendable {
             return (stopped, changed)
         }
         for task in stopped { task.cancel() }
+        if !stopped.isEmpty { countPeersOnline() }
         // Databases added, removed or refiltered: the link's other replications keep running.
         for (link, filters) in changed { Task { await link.update(databases: filters) } }
     }

@@ -63,6 +63,10 @@ public final class UserStore: Sendable {
     /// Tells of each change made through this store, after it is written.
     public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
 
+    /// Rereads the file, which another process may have replaced, telling ``changes()``'
+    /// subscribers if the users are not those last read.
+    func reread() { file.reread() }
+
     deinit { hashing.shutdownGracefully { _ in } }
 
     /// Whether `name` can be a user name: non-empty, no `:` (it separates name and password in Basic auth), no control characters.

@@ -8,7 +8,9 @@ import Locking
 /// through ``update(_:)``, which holds an exclusive lock on a lock file beside
 /// it, so two writers never lose each other's edits; the process that owns the
 /// data directory makes them all (other commands ask it), and each is announced
-/// to ``changes``' subscribers.
+/// to ``changes``' subscribers. A change made by another hand (an editor, a tool
+/// replacing the file) is announced once ``reread()`` is called: the agent does
+/// so when the kernel tells it the file changed (``DirectoryWatch``).
 final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// The file.
     let path: String
@@ -40,6 +42,17 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         }
         cache.withLock { $0 = (stamp, value) }
         return value
+    }
+
+    /// Reads the file afresh (another process may have written it) and tells
+    /// ``changes``' subscribers if its value is not the one last read.
+    func reread() {
+        let before = cache.withLock { cached in
+            defer { cached = nil }
+            return cached?.value
+        }
+        let after = try? load()
+        if before == nil || after != before { changes.yield(()) }
     }
 
     /// Reads the file, lets `change` edit its value and writes it back if it

@@ -53,7 +53,7 @@ public enum PeerTrust: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: NIOSSLCertificate?.self)
         do {
-            let context = try NIOSSLContext(configuration: TLSSettings.system())
+            let context = try NIOSSLContext(configuration: TLSSettings.certificateReading)
             let channel = try await ClientBootstrap(group: group)
                 .connectTimeout(deadline)
                 .channelInitializer { channel in

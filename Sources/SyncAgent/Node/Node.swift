@@ -63,6 +63,29 @@ public final class Node: Sendable {
     /// CouchDB's default `max_document_size`: 8,000,000 bytes.
     public static let defaultMaximumDocumentSize = Database.Options().maximumDocumentSize
 
+    /// Until cancelled: when another hand writes, replaces or deletes the users, peers or
+    /// invitations file (an editor, a tool), the store rereads it and tells its subscribers
+    /// at once, as it does of its own changes: the agent reconciles its peers, the listener
+    /// closes a revoked peer's connections. The kernel tells of each change (inotify); if it
+    /// will not, the files are still reread when next read, and only the subscribers miss it.
+    public func followDirectory(logger: Logger) async {
+        let rereads: [String: @Sendable () -> Void] = [
+            (users.path as NSString).lastPathComponent: users.reread,
+            (peers.path as NSString).lastPathComponent: peers.reread,
+            (invitations.path as NSString).lastPathComponent: invitations.reread,
+        ]
+        let changes: AsyncStream<String?>
+        do {
+            changes = try DirectoryWatch.changes(of: directory)
+        } catch {
+            logger.warning("changes to \(directory) made by other processes are not followed: \(error)")
+            return
+        }
+        for await name in changes {
+            if let name { rereads[name]?() } else { rereads.values.forEach { $0() } }
+        }
+    }
+
     /// Closes the databases and gives up the directory.
     public func close() {
         catalog.close()

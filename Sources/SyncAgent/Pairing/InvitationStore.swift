@@ -54,6 +54,13 @@ public final class InvitationStore: Sendable {
     /// after it is written: what a wait for an invitation wakes on.
     public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
 
+    /// The file holding the invitations.
+    var path: String { file.path }
+
+    /// Rereads the file, which another process may have replaced, telling ``changes()``'
+    /// subscribers if the invitations are not those last read.
+    func reread() { file.reread() }
+
     /// Makes an invitation to the databases, valid for `lifetime`, and returns it with its secret
     /// (128 random bits, base32), which is shown once and kept nowhere.
     public func create(databases: [String], lifetime: Duration) throws -> (invitation: Invitation, secret: String) {

@@ -22,6 +22,8 @@ final class PeerLink: Sendable {
         /// Where the pulls are registered for `_active_tasks`, `_scheduler` and the metrics.
         let activeTasks: ActiveTasks
         let logger: Logger
+        /// Told after the link's connection state changes (the agent counts the peers online).
+        var connectionChanged: @Sendable () -> Void = {}
     }
 
     /// What the link is doing.
@@ -206,6 +208,7 @@ final class PeerLink: Sendable {
             $0.address = connection.address
             $0.reason = nil
         }
+        context.connectionChanged()
         pulls.start(over: connection)
         context.logger.info("replicating with \(peer.name) at \(connection.address)")
     }
@@ -216,5 +219,6 @@ final class PeerLink: Sendable {
             state.address = new == .online ? state.address : nil
             state.reason = reason
         }
+        context.connectionChanged()
     }
 }

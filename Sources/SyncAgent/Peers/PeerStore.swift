@@ -3,7 +3,7 @@ import Locking
 
 /// The paired peers of a data directory, kept in `peers.json` (mode 0600).
 /// The process that owns the directory (see ``Node``) makes every change, so
-/// ``changes()`` hears them all.
+/// ``changes()`` hears them all, and those of other hands once reread (``Node/followDirectory()``).
 public final class PeerStore: Sendable {
     private struct File: Codable, Equatable {
         var peers: [PairedPeer] = []
@@ -19,6 +19,13 @@ public final class PeerStore: Sendable {
     /// at a new address), after it is written: how the agent and the listener follow
     /// pairings without rereading the file.
     public func changes() -> AsyncStream<Void> { file.changes.subscribe() }
+
+    /// The file holding the peers.
+    var path: String { file.path }
+
+    /// Rereads the file, which another process may have replaced, telling ``changes()``'
+    /// subscribers if the peers are not those last read.
+    func reread() { file.reread() }
 
     /// Every paired peer, in pairing order.
     public func all() throws -> [PairedPeer] {

@@ -157,10 +157,6 @@ public enum ReplicatorTuning {
     /// hold feeds (``ListenerLimits/maximumFeedsPerClient``), and ``connectionsPerHost`` for the pulls' other requests.
     static let peerConnections = ListenerLimits().maximumFeedsPerClient + connectionsPerHost
 
-    /// How often the agent looks for a change of this node's own addresses (pairings
-    /// are not looked for: the peer store tells of each change).
-    static let ownAddressWatchInterval: Duration = .seconds(1)
-
     /// How often at most (seconds) a peer's `lastSeen` is written, so a busy replication does not rewrite the peers file.
     static let peerSeenInterval: Double = 60
 }

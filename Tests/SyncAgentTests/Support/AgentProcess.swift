@@ -25,13 +25,15 @@ final class AgentProcess: Sendable {
     }
 
     /// Writes `configuration` (TOML) to `DIRECTORY/syncd.toml`, starts the agent (with
-    /// `environment` added to the test's) and waits for its URLs.
+    /// `environment` added to the test's, through `launcher` when given, such as
+    /// `unshare --net …`) and waits for its URLs.
     static func start(in directory: String, configuration: String? = nil, on host: TestHost? = nil,
-                      arguments: [String] = [], environment: [String: String] = [:]) async throws -> AgentProcess {
+                      arguments: [String] = [], environment: [String: String] = [:],
+                      launcher: [String] = []) async throws -> AgentProcess {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if let configuration { try configuration.write(toFile: directory + "/syncd.toml", atomically: true, encoding: .utf8) }
         let command = [try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "info"] + arguments
-        let process = try host?.spawn(command, environment: environment) ?? ChildProcess(command, environment: environment)
+        let process = try host?.spawn(command, environment: environment) ?? ChildProcess(launcher + command, environment: environment)
         do {
             try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
             // The listener's lines come together; the one after them says the agent has started.
