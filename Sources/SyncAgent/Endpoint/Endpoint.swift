@@ -114,11 +114,6 @@ public struct ReplicatedRevision: Sendable, Hashable {
         self.json = json
         self.files = files
     }
-
-    /// The bytes of attachment content the revision carries, in files or inline.
-    var attachmentBytes: Int {
-        files.values.reduce(0) { $0 + $1.length } + RemoteEndpoint.inlineAttachmentSize(json)
-    }
 }
 
 /// One answer of a revision fetch: the revision, or why it could not be read.
