@@ -43,8 +43,10 @@ struct DocumentRow {
     /// `ancestor_bodies` when `db` is given. With `availability`, whether each
     /// revision of the history still has a body is looked up too (`_revs_info`).
     /// `leaves`, when given, are the tree's (computed once for many revisions of one document).
+    /// Without `history`, the revision has neither history nor conflicts: its JSON form
+    /// without special fields, what selectors and index keys read, is the same.
     func revision(at node: RevisionTree.Node, in db: Connection? = nil, availability: Bool = false,
-                  leaves: ConflictingLeaves? = nil) throws -> DocumentRevision? {
+                  leaves: ConflictingLeaves? = nil, history withHistory: Bool = true) throws -> DocumentRevision? {
         guard let text = try node.body ?? db.flatMap({ try AncestorBodies.body(id: id, revision: node.revision, in: $0) }) else {
             return nil
         }
@@ -55,11 +57,11 @@ struct DocumentRow {
         } catch {
             throw StoreError.internal("stored body of \(id) is corrupt: \(error)")
         }
-        let history = tree.history(of: node.revision)
+        let history = withHistory ? tree.history(of: node.revision) : []
         return DocumentRevision(
             id: id, revision: node.revision, deleted: node.deleted, body: body, attachments: node.attachments,
             history: history,
-            leaves: leaves ?? ConflictingLeaves(tree),
+            leaves: leaves ?? (withHistory ? ConflictingLeaves(tree) : .none),
             sequence: sequence,
             availability: availability ? try self.availability(of: history, in: db) : []
         )

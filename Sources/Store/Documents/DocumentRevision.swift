@@ -135,4 +135,12 @@ struct ConflictingLeaves: Sendable, Hashable {
         conflicts = tree.conflicts
         deletedConflicts = tree.deletedConflicts
     }
+
+    private init() {
+        conflicts = []
+        deletedConflicts = []
+    }
+
+    /// No conflicting leaves.
+    static let none = ConflictingLeaves()
 }

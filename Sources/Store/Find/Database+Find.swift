@@ -314,7 +314,9 @@ private struct FindScan {
         if ScanStop.shouldStop { throw StoreError.cancelled }
         last = Bookmark(key: key, id: id)
         let row = DocumentRow(id: id, sequence: 0, tree: try RevisionTree(decoding: tree))
-        guard let winner = row.tree.winner, !winner.deleted, let revision = try row.revision(at: winner) else { return }
+        guard let winner = row.tree.winner, !winner.deleted,
+            let revision = try row.revision(at: winner, history: query.conflicts)
+        else { return }
         statistics.documentsExamined += 1
         let document = revision.json(query.conflicts ? [.conflicts] : [])
         guard query.selector.matches(document) else { return }

@@ -136,11 +136,11 @@ enum IndexEntries {
         select.bind(from, at: 1)
         select.bind(limit, at: 2)
         let delete = try db.statement("DELETE FROM query_entries WHERE doc = ? AND idx = ?")
-        let insert = try db.statement("INSERT OR IGNORE INTO query_entries(idx, key, doc) VALUES (?, ?, ?)")
-        defer {
-            delete.reset()
-            insert.reset()
-        }
+        defer { delete.reset() }
+        // New entries are inserted in key order, a batch at a time: each page of an
+        // index is then written once per batch, where documents in sequence order
+        // put each entry on a page of their own, far from the last.
+        var entries = EntryBatch()
         var read = 0
         var reached = from
         while try select.step() {
@@ -152,7 +152,7 @@ enum IndexEntries {
             var document: JSON?
             if select.int(2) == 0 {
                 let row = DocumentRow(id: id, sequence: sequence, tree: try RevisionTree(decoding: select.blob(3)))
-                if let winner = row.tree.winner, !winner.deleted { document = try row.revision(at: winner)?.json() }
+                if let winner = row.tree.winner, !winner.deleted { document = try row.revision(at: winner, history: false)?.json() }
             }
             for stored in behind where stored.sequence < sequence {
                 if stored.sequence > 0 {  // an index built from nothing has no entries to replace
@@ -162,13 +162,11 @@ enum IndexEntries {
                     try delete.run()
                 }
                 guard let document, let key = stored.index.key(of: document) else { continue }
-                insert.reset()
-                insert.bind(stored.rowID, at: 1)
-                insert.bind(key, at: 2)
-                insert.bind(id, at: 3)
-                try insert.run()
+                entries.append(index: stored.rowID, key: key, document: id)
             }
+            if entries.isFull { try entries.insert(into: db) }
         }
+        try entries.insert(into: db)
         if read < limit || reached > last { reached = last }
         let update = try db.statement("UPDATE query_indexes SET seq = ? WHERE id = ?")
         defer { update.reset() }
@@ -195,5 +193,49 @@ enum IndexEntries {
         select.reset()
         var indexes = try load(from: db)
         for (id, body) in designs { try designDocumentChanged(id: id, body: body, indexes: &indexes, in: db) }
+    }
+}
+
+/// Index entries waiting to be inserted, in key order, once a catch-up has read
+/// a batch of documents. A document appears once in a batch (its row has one
+/// sequence), so its old entries are deleted before its new ones go in.
+private struct EntryBatch {
+    private struct Entry {
+        let index: Int64
+        let key: [UInt8]
+        let document: String
+    }
+
+    private var entries: [Entry] = []
+    private var bytes = 0
+    /// A bound on the memory a batch holds, whatever the indexes' keys.
+    private static let maximumBytes = 16 << 20
+
+    var isFull: Bool { bytes >= Self.maximumBytes }
+
+    mutating func append(index: Int64, key: [UInt8], document: String) {
+        entries.append(Entry(index: index, key: key, document: document))
+        bytes += key.count + document.utf8.count + 64
+    }
+
+    /// Inserts the entries in the order of the index's primary key and empties the batch.
+    mutating func insert(into db: Connection) throws {
+        guard !entries.isEmpty else { return }
+        entries.sort { a, b in
+            if a.index != b.index { return a.index < b.index }
+            if a.key != b.key { return a.key.lexicographicallyPrecedes(b.key) }
+            return a.document.utf8.lexicographicallyPrecedes(b.document.utf8)
+        }
+        let insert = try db.statement("INSERT OR IGNORE INTO query_entries(idx, key, doc) VALUES (?, ?, ?)")
+        defer { insert.reset() }
+        for entry in entries {
+            insert.reset()
+            insert.bind(entry.index, at: 1)
+            insert.bind(entry.key, at: 2)
+            insert.bind(entry.document, at: 3)
+            try insert.run()
+        }
+        entries.removeAll(keepingCapacity: true)
+        bytes = 0
     }
 }
