@@ -18,6 +18,7 @@ extension CouchResponder {
         }
         if newEdits { try exchange.principal.checkMayEdit() }
         try listener.checkWrite(ids: docs.compactMap { $0["_id"]?.stringValue }, by: exchange.principal, in: db.name)
+        try Self.refuseOversizedDocument(docs, in: db, requestSize: exchange.request.headers[.contentLength].flatMap(Int.init))
         let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits)
         var answer: [JSON] = []
         answer.reserveCapacity(results.count)
@@ -33,6 +34,20 @@ extension CouchResponder {
             }
         }
         return Self.json(.array(answer), status: .created)
+    }
+
+    /// As CouchDB 3.5: a document whose body (without `_id`, `_attachments` and the other
+    /// special members) is over `max_document_size` fails the whole `_bulk_docs` with 413
+    /// `document_too_large`, before anything is written. Only a request larger than the
+    /// bound (or of unknown length) can hold such a document, so the others cost nothing here.
+    static func refuseOversizedDocument(_ docs: [JSON], in db: Database, requestSize: Int?) throws {
+        guard (requestSize ?? .max) > db.maximumDocumentSize else { return }
+        for case .object(let fields) in docs {
+            let body = JSON.object(JSON.Object(fields.filter { !$0.key.hasPrefix("_") }))
+            if body.serializedBytes().count > db.maximumDocumentSize {
+                throw StoreError.documentTooLarge(id: fields["_id"]?.stringValue ?? "")
+            }
+        }
     }
 
     /// `POST /{db}/_bulk_get`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`
