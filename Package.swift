@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["JSON", "Store", "CSQLite", "CICU", "Locking", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["JSON", "Store", "CSQLite", "CICU", "Locking", "TestBed", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Network-namespace hosts with their own avahi-daemons, for discovery tests and benchmarks.
         .target(name: "TestBed", path: "Tests/TestBed"),

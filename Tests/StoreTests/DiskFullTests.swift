@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import TestBed
 import XCTest
 @testable import Store
 
@@ -9,29 +10,10 @@ import XCTest
 /// Each test mounts a small tmpfs, so it needs root (skipped otherwise).
 final class DiskFullTests: XCTestCase {
     /// Mounts a `size` tmpfs on a new directory, unmounted and removed when the test ends.
-    private func smallDisk(size: String) throws -> TemporaryDirectory {
-        guard geteuid() == 0 else { throw XCTSkip("mounting a tmpfs needs root") }
-        let directory = TemporaryDirectory("full")
-        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", directory.path]) else {
-            directory.remove()
-            throw XCTSkip("cannot mount a tmpfs here")
-        }
-        addTeardownBlock {
-            _ = Self.run("/bin/umount", [directory.path])
-            directory.remove()
-        }
-        return directory
-    }
-
-    private static func run(_ executable: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+    private func smallDisk(size: String) throws -> SmallDisk {
+        guard let disk = SmallDisk(size: size) else { throw XCTSkip("mounting a tmpfs needs root") }
+        addTeardownBlock { disk.remove() }
+        return disk
     }
 
     /// Fills the disk holding `path` with a file there, until a write is refused.

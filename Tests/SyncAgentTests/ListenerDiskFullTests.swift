@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Store
 @testable import SyncAgent
+import TestBed
 import XCTest
 
 /// A disk that fills while an attachment arrives: the upload gets 507 `insufficient_storage`,
@@ -12,28 +13,9 @@ final class ListenerDiskFullTests: XCTestCase {
     /// Mounts a `size` tmpfs on a new directory, unmounted (and removed) when the test ends,
     /// after the listener started later has stopped. Skips the test where it cannot.
     private func smallDisk(size: String) throws -> String {
-        guard geteuid() == 0 else { throw XCTSkip("mounting a tmpfs needs root") }
-        let directory = try TemporaryDirectory(prefix: "syncd-full")
-        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", directory.path]) else {
-            directory.remove()
-            throw XCTSkip("cannot mount a tmpfs here")
-        }
-        addTeardownBlock {
-            _ = Self.run("/bin/umount", [directory.path])
-            directory.remove()
-        }
-        return directory.path
-    }
-
-    private static func run(_ executable: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        guard let disk = SmallDisk(size: size) else { throw XCTSkip("mounting a tmpfs needs root") }
+        addTeardownBlock { disk.remove() }
+        return disk.path
     }
 
     private func files(in folder: String) -> [String] {
