@@ -63,10 +63,11 @@ final class MultipartRevisionReader<Body: AsyncSequence> where Body.Element == B
                 files[name] = file
                 continue
             }
-            // Inline: the content itself in `data`, decoded when the server sent it encoded.
-            var content = try await inner.readBody(limit: attachmentLimit)
+            // Inline: the content itself in `data`, decoded when the server sent it encoded; held
+            // in memory, so within the document bound, as inline content in JSON is.
+            var content = try await inner.readBody(limit: documentLimit)
             if let encoding = entry["encoding"]?.stringValue, encoding != "identity" {
-                guard encoding == "gzip", let length = entry["length"]?.intValue, length <= attachmentLimit else {
+                guard encoding == "gzip", let length = entry["length"]?.intValue, length <= documentLimit else {
                     throw MultipartError.malformed("attachment \(name) in an encoding other than gzip, or too large")
                 }
                 content = try AttachmentContentReader.decodeGzip(content, length: length)
