@@ -87,7 +87,7 @@ private struct ListeningPrinter: Sendable {
         let shared = agent.configuration.databases.map(\.name)
         if peers.isEmpty, !shared.isEmpty {
             do {
-                let url = try await node.invite(databases: shared, lifetime: .seconds(600)).url()
+                let url = try await node.invite(databases: shared, lifetime: .seconds(600), introduce: true).url()
                 text += "\nNo peers yet: to pair, use this invitation (`syncd pair` makes more).\n"
                 text += try InvitationText.text(url, node: node.name, expiresIn: "10m", style: isatty(STDOUT_FILENO) != 0 ? .ansi : .plain)
             } catch {

@@ -59,6 +59,9 @@ struct PairCommand: AsyncParsableCommand {
     @Flag(help: "Cancel every open invitation of this node.")
     var cancel = false
 
+    @Flag(help: "Keep this pair private: neither node introduces the other to the rest of its group, nor is introduced to it.")
+    var noIntroduce = false
+
     func validate() throws {
         guard Self.duration(expires) != nil else { throw ValidationError("--expires must be like 90s, 10m or 1h") }
         guard (0...65535).contains(port ?? 0) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -91,7 +94,7 @@ struct PairCommand: AsyncParsableCommand {
     // MARK: Joining
 
     private func join(_ url: String, _ node: any NodeControl) async throws {
-        let peer = try await node.join(url, port: port)
+        let peer = try await node.join(url, port: port, introduce: !noIntroduce)
         print("paired with \(peer.name) (\(peer.id)), sharing \(peer.databases.joined(separator: ", "))")
     }
 
@@ -131,7 +134,7 @@ struct PairCommand: AsyncParsableCommand {
     /// Makes the invitation, prints it, and waits for it to be used.
     private func invite(_ node: any NodeControl) async throws {
         let shared = databases.isEmpty ? [InvitationURL.defaultDatabase] : databases
-        let ticket = try await node.invite(databases: shared, lifetime: Self.duration(expires)!)
+        let ticket = try await node.invite(databases: shared, lifetime: Self.duration(expires)!, introduce: !noIntroduce)
         let url = try ticket.url(host: address)
         if json {
             let object: JSON = [

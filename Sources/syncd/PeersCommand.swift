@@ -6,14 +6,14 @@ import SyncAgent
 struct PeersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peers",
-        abstract: "List the paired peers, or revoke one.",
+        abstract: "List the group's members (the peers paired here and those they introduced), or remove one.",
         subcommands: [List.self, Remove.self],
         defaultSubcommand: List.self
     )
 
     /// `syncd peers [list]`.
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the paired peers.")
+        static let configuration = CommandConfiguration(abstract: "List the group's members.")
 
         @OptionGroup var data: DataOptions
         @OptionGroup var control: ControlOptions
@@ -35,11 +35,15 @@ struct PeersCommand: AsyncParsableCommand {
                 return
             }
             let dates = ISO8601DateFormatter()
+            let names = Dictionary(peers.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
             for peer in peers {
+                let how = peer.isIntroduced ? "introduced by " + peer.introducedBy.map { names[$0] ?? $0.short }.joined(separator: ", ")
+                    : peer.introduce ? "paired directly" : "paired directly, private (--no-introduce)"
                 print("""
                     \(peer.name)
                       ID          \(peer.id)
                       UUID        \(peer.uuid)
+                      member      \(how)
                       databases   \(peer.databases.joined(separator: ", "))
                       address     \(peer.lastAddress ?? "unknown")
                       paired      \(dates.string(from: peer.pairedAt))
@@ -52,7 +56,11 @@ struct PeersCommand: AsyncParsableCommand {
     /// `syncd peers remove ID`.
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Revoke a pairing: the peer is refused from now on and its connections are closed.")
+            abstract: "Remove a member: it is refused from now on and its connections are closed; a peer paired here leaves every member it was introduced to through this node.",
+            discussion: """
+                A removed node is not taken from another member's introduction again here; only pairing \
+                with it again brings it back. Members that other nodes paired with directly stay members there.
+                """)
 
         @OptionGroup var data: DataOptions
         @OptionGroup var control: ControlOptions

@@ -56,11 +56,20 @@ final class AgentMeshTests: XCTestCase {
                         }
                     }
                 }
+                // Each edit names its parent and its own revision, as a replicator writes it: A and C
+                // sync directly (introduced by B), so an edit checked against the current revision
+                // could meet the other's edit first and be refused rather than conflict.
                 for (name, agent) in [("a", a), ("c", c)] {
                     group.addTask {
                         for index in 0..<20 {
-                            let current = try await agent.get("syncd", "shared\(index)")
-                            try await agent.put("syncd", "shared\(index)", ["_rev": current!["_rev"]!, "by": .string(name)])
+                            let document = try await agent.get("syncd", "shared\(index)")
+                            let current = try XCTUnwrap(document?["_rev"]?.stringValue)
+                            let parent = String(current.split(separator: "-")[1])
+                            let edit = String(repeating: name, count: 32)
+                            try await agent.put("syncd", "shared\(index)?new_edits=false", [
+                                "_rev": .string("2-" + edit), "_revisions": ["start": 2, "ids": [.string(edit), .string(parent)]],
+                                "by": .string(name),
+                            ])
                         }
                     }
                 }

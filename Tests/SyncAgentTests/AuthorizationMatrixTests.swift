@@ -45,6 +45,8 @@ final class AuthorizationMatrixTests: XCTestCase {
             (.GET, "/_up", nil, [200, 200, 200, 200, 200]),
             (.GET, "/_session", nil, [200, 200, 200, 200, 200]),
             (.GET, "/_all_dbs", nil, [401, 403, 200, 403, 403]),
+            // The group's introductions: for its members only.
+            (.GET, "/_introductions", nil, [401, 403, 403, 200, 403]),
             (.GET, "/_uuids", nil, [401, 200, 200, 200, 403]),
             (.PUT, "/created", nil, [401, 403, 201, 403, 403]),
             (.GET, "/shared", nil, [401, 200, 200, 200, 403]),

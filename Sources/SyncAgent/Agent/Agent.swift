@@ -179,13 +179,17 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         let paired = (try? node.peers.all()) ?? []
         var peers: [AgentStatus.Peer] = []
         var replications: [AgentStatus.Replication] = []
+        let names = Dictionary(paired.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+        var sharedWith: [String: [String]] = [:]
         for peer in paired {
+            for database in node.sharing.databases(for: peer) { sharedWith[database, default: []].append(peer.name) }
             let link = links[peer.uuid.lowercased()]
             let connection = link?.connection
             peers.append(AgentStatus.Peer(
                 name: peer.name, id: peer.id.description, uuid: peer.uuid, pairedAt: peer.pairedAt,
                 state: connection?.state.rawValue ?? "offline", address: connection?.address,
-                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.sharing.databases(for: peer)))
+                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.sharing.databases(for: peer),
+                introducedBy: peer.isIntroduced ? peer.introducedBy.map { names[$0] ?? $0.short } : nil))
             for (database, status) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
                 replications.append(Self.report(status, database: database, with: peer.name, direction: "pull"))
             }
@@ -200,7 +204,7 @@ public final class Agent: Service, AgentStatusSource, Sendable {
             guard let info = try? catalog.database(name).info() else { return nil }
             return AgentStatus.Database(name: name, docCount: info.docCount, docDelCount: info.deletedDocCount,
                                         updateSeq: String(info.updateSequence), sizeOnDisk: info.fileSize,
-                                        diskFree: free)
+                                        diskFree: free, sharedWith: sharedWith[name] ?? [])
         }
         return AgentStatus(
             node: .init(name: node.name, uuid: identity.uuid, id: identity.id.description, urls: urls,
@@ -271,7 +275,7 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         }
         let context = PeerLink.Context(catalog: node.catalog, identity: node.identity, addresses: addresses,
                                        activeTasks: node.activeTasks, logger: logger,
-                                       connectionChanged: { [weak self] in self?.countPeersOnline() })
+                                       connectionChanged: { [weak self] in self?.countPeersOnline() }, peers: node.peers)
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []

@@ -53,6 +53,9 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var pullFilter: ReplicationFilter?
         /// Filters for one peer that replace the database's own.
         public var peerFilters: [PeerFilters] = []
+        /// Whether members introduce each other for this database (`introduce = false`: only
+        /// peers paired directly share it).
+        public var introduce = true
 
         /// A shared database without filters.
         public init(name: String, pushFilter: ReplicationFilter? = nil, pullFilter: ReplicationFilter? = nil) {

@@ -58,6 +58,7 @@ extension AgentConfiguration {
     /// name = "notes"
     /// push_filter = { selector = { type = "note" } }
     /// pull_filter = { doc_ids = ["a", "b"] }
+    /// introduce = true                # false: shared only with peers paired directly
     ///   [[database.peer]]
     ///   peer = "ABCD-EFGH"
     ///   push_filter = { doc_ids = ["shared"] }
@@ -119,12 +120,13 @@ extension AgentConfiguration {
         let configured = try file.tables("database")
         if !configured.isEmpty { databases = [] }
         for database in configured {
-            try database.only(["name", "push_filter", "pull_filter", "peer"])
+            try database.only(["name", "push_filter", "pull_filter", "peer", "introduce"])
             guard let name = try database.string("name") else { throw database.error("name", "is missing") }
             guard Catalog.isValidName(name) else { throw database.error("name", "'\(name)' is not a valid database name") }
             guard self.database(name) == nil else { throw database.error("name", "'\(name)' is configured twice") }
             var shared = SharedDatabase(name: name, pushFilter: try database.filter("push_filter"),
                                         pullFilter: try database.filter("pull_filter"))
+            shared.introduce = try database.bool("introduce") ?? true
             for peer in try database.tables("peer") {
                 try peer.only(["peer", "push_filter", "pull_filter"])
                 guard let named = try peer.string("peer") else { throw peer.error("peer", "is missing (a peer's ID or name)") }

@@ -56,15 +56,15 @@ public struct AgentControl: NodeControl {
         try await ask(.DELETE, "/_syncd/peers/" + Self.segment(text), as: PairedPeer.self)
     }
 
-    public func join(_ url: String, port: Int?) async throws -> PairedPeer {
-        var body: JSON.Object = ["url": .string(url)]
+    public func join(_ url: String, port: Int?, introduce: Bool) async throws -> PairedPeer {
+        var body: JSON.Object = ["url": .string(url), "introduce": .bool(introduce)]
         if let port { body["port"] = .number(Double(port)) }
         return try await ask(.POST, "/_syncd/peers", body: body, timeout: .seconds(60), as: PairedPeer.self)
     }
 
-    public func invite(databases: [String], lifetime: Duration) async throws -> InvitationTicket {
+    public func invite(databases: [String], lifetime: Duration, introduce: Bool) async throws -> InvitationTicket {
         let body: JSON.Object = ["databases": .array(databases.map { .string($0) }),
-                                 "lifetime": .number(Double(lifetime.components.seconds))]
+                                 "lifetime": .number(Double(lifetime.components.seconds)), "introduce": .bool(introduce)]
         return try await ask(.POST, "/_syncd/invitations", body: body, as: InvitationTicket.self)
     }
 

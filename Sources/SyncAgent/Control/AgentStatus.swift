@@ -8,7 +8,7 @@ public struct AgentStatus: Sendable, Codable, Equatable {
     public var node: Node
     /// Whether discovery works.
     public var discovery: Discovery
-    /// The paired peers.
+    /// The group's members: the peers paired with here, and those they introduced.
     public var peers: [Peer]
     /// Every replication the agent runs (with peers and configured remotes).
     public var replications: [Replication]
@@ -51,10 +51,13 @@ public struct AgentStatus: Sendable, Codable, Equatable {
         /// When it last made a request here or answered one.
         public var lastSeen: Date?
         public var databases: [String]
+        /// The names of the members that introduced it; absent for a peer paired with here directly.
+        public var introducedBy: [String]?
         enum CodingKeys: String, CodingKey {
             case name, id, uuid, state, address, reason, databases
             case pairedAt = "paired_at"
             case lastSeen = "last_seen"
+            case introducedBy = "introduced_by"
         }
     }
 
@@ -93,8 +96,11 @@ public struct AgentStatus: Sendable, Codable, Equatable {
         public var sizeOnDisk: Int
         /// Bytes free on the file system holding it.
         public var diskFree: Int?
+        /// The names of the members it is shared with.
+        public var sharedWith: [String]?
         enum CodingKeys: String, CodingKey {
             case name
+            case sharedWith = "shared_with"
             case docCount = "doc_count"
             case docDelCount = "doc_del_count"
             case updateSeq = "update_seq"

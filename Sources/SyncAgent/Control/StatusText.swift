@@ -36,6 +36,7 @@ public struct StatusText: Sendable {
         for (peer, row) in zip(status.peers, Self.table(peerRows, keys: 2)) {
             lines += row
             if let reason = peer.reason { lines.append("    \(reason)") }
+            if let introducers = peer.introducedBy { lines.append("    introduced by \(introducers.joined(separator: ", "))") }
             if detailed {
                 lines.append("    ID \(peer.id)")
                 lines.append("    UUID \(peer.uuid), paired \(ISO8601DateFormatter().string(from: peer.pairedAt))")
@@ -62,6 +63,9 @@ public struct StatusText: Sendable {
             for database in status.databases {
                 lines.append("  \(Self.pad(database.name, width)) \(database.docCount) docs, \(database.docDelCount) deleted, "
                              + "seq \(database.updateSeq), \(Self.bytes(database.sizeOnDisk))")
+                if let members = database.sharedWith, !members.isEmpty {
+                    lines.append("  \(Self.pad("", width)) shared with \(members.joined(separator: ", "))")
+                }
             }
         }
         let problems = status.problems

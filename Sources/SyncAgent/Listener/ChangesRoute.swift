@@ -59,7 +59,7 @@ extension CouchResponder {
     /// the connection, and ends normally when the server shuts down gracefully
     /// (the body is handed a stream that finishes then). A client address holds
     /// at most ``ListenerLimits/maximumFeedsPerClient`` of them (429 beyond).
-    private func waitingFeed(_ exchange: Exchange, contentType: String,
+    func waitingFeed(_ exchange: Exchange, contentType: String,
                              _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) throws -> Response {
         guard case .success(let slot) = listener.feeds.acquire(for: exchange.context.clientAddress) else {
             var error = CouchError(.tooManyRequests, "too_many_requests", "Too many change feeds open from this address; retry later.")

@@ -9,8 +9,8 @@ import Store
 /// ``NodeControl`` gives, so a command prints the same with or without an agent.
 ///
 /// - `GET /_syncd/users`; `PUT /_syncd/users/NAME` `{"password", "roles"?}`; `DELETE /_syncd/users/NAME`
-/// - `GET /_syncd/peers`; `POST /_syncd/peers` `{"url", "port"?}` joins an invitation; `DELETE /_syncd/peers/ID-OR-NAME`
-/// - `POST /_syncd/invitations` `{"databases", "lifetime"}` (seconds); `GET /_syncd/invitations/HANDLE?wait=SECONDS`
+/// - `GET /_syncd/peers`; `POST /_syncd/peers` `{"url", "port"?, "introduce"?}` joins an invitation; `DELETE /_syncd/peers/ID-OR-NAME`
+/// - `POST /_syncd/invitations` `{"databases", "lifetime", "introduce"?}` (seconds); `GET /_syncd/invitations/HANDLE?wait=SECONDS`
 ///   answers when it is used, expires or is cancelled, or after at most 60 s; `DELETE /_syncd/invitations[/HANDLE]`
 ///
 /// Failures are `{"error", "reason"}` with the reason the node gives.
@@ -38,7 +38,7 @@ extension CouchResponder {
                 let body = try await exchange.readObject(limit: 64 << 10)
                 guard let url = body["url"]?.stringValue else { throw CouchError.badRequest("the invitation URL is missing") }
                 let port = body["port"]?.intValue.flatMap { (1...65535).contains($0) ? $0 : nil }
-                return try Self.encoded(try await node.join(url, port: port))
+                return try Self.encoded(try await node.join(url, port: port, introduce: body["introduce"]?.boolValue ?? true))
             case ("peers", let text?, .delete):
                 return try Self.encoded(try await node.removePeer(text))
             case ("invitations", nil, .post):
@@ -47,7 +47,8 @@ extension CouchResponder {
                 guard let seconds = body["lifetime"]?.intValue, (1...7 * 86_400).contains(seconds) else {
                     throw CouchError.badRequest("lifetime must be a number of seconds up to a week")
                 }
-                return try Self.encoded(try await node.invite(databases: databases, lifetime: .seconds(seconds)))
+                return try Self.encoded(try await node.invite(databases: databases, lifetime: .seconds(seconds),
+                                                              introduce: body["introduce"]?.boolValue ?? true))
             case ("invitations", let handle?, .get):
                 let wait = try exchange.query.integer("wait").map { min(Duration.seconds(max(0, $0)), Self.longestInvitationWait) }
                 let outcome = try await node.waitForInvitation(handle, atMost: wait ?? .zero)

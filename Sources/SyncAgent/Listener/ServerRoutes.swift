@@ -33,6 +33,8 @@ extension CouchResponder {
             return Self.json(["uuids": .array(uuids)])
         case ("_pair", .post):
             return try await pair(&exchange)
+        case ("_introductions", .get):
+            return try introductions(exchange)
         case ("_syncd", .get):
             // The agent's status (what `syncd status` shows); 404 when no agent runs this listener.
             guard let status = listener.agent?.status() else { throw CouchError.notFound("missing") }
@@ -50,7 +52,7 @@ extension CouchResponder {
             return try schedulerDocs(exchange)
         case ("_node/_local/_prometheus", .get):
             return prometheus()
-        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_syncd", _), ("_active_tasks", _), ("_scheduler/jobs", _),
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_introductions", _), ("_syncd", _), ("_active_tasks", _), ("_scheduler/jobs", _),
              ("_scheduler/docs", _), ("_node/_local/_prometheus", _):
             throw CouchError.methodNotAllowed
         default:

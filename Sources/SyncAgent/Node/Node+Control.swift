@@ -33,18 +33,19 @@ extension Node: NodeControl {
         return target
     }
 
-    public func join(_ url: String, port: Int?) async throws -> PairedPeer {
+    public func join(_ url: String, port: Int?, introduce: Bool) async throws -> PairedPeer {
         do {
             let invitation = try InvitationURL(url)
             let client = PairingClient(identity: identity, name: name,
-                                       port: port ?? ListenerRecord.current(in: directory)?.port, peers: peers)
+                                       port: port ?? ListenerRecord.current(in: directory)?.port, peers: peers,
+                                       introduce: introduce)
             return try await client.join(invitation)
         } catch {
             throw NodeControlError.pairing("\(error)")
         }
     }
 
-    public func invite(databases: [String], lifetime: Duration) async throws -> InvitationTicket {
+    public func invite(databases: [String], lifetime: Duration, introduce: Bool) async throws -> InvitationTicket {
         guard !databases.isEmpty else { throw NodeControlError.invalid("an invitation shares at least one database") }
         for database in databases where !Catalog.isValidName(database) {
             throw NodeControlError.invalid("invalid database name \(database)")
@@ -53,7 +54,7 @@ extension Node: NodeControl {
             throw NodeControlError.invalid("the syncd serving \(directory) does not serve HTTPS; pairing needs it (serve --tls)")
         }
         for database in databases { _ = try catalog.openOrCreate(database) }
-        let (invitation, secret) = try invitations.create(databases: databases, lifetime: lifetime)
+        let (invitation, secret) = try invitations.create(databases: databases, lifetime: lifetime, introduce: introduce)
         return InvitationTicket(handle: invitation.handle, secret: secret, databases: databases, expires: invitation.expires,
                                 name: name, id: identity.id, uuid: identity.uuid, port: listener.port, host: listener.invitationHost)
     }

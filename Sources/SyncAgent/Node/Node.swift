@@ -20,12 +20,12 @@ public final class Node: Sendable {
     public let name: String
     /// Who may log in.
     public let users: UserStore
-    /// The paired peers.
+    /// The group: the peers paired with here, and the members they introduced.
     public let peers: PeerStore
     /// The pairing invitations this node made.
     public let invitations: InvitationStore
     /// What peers may replicate beyond their pairings, and with which push filters.
-    public let sharing = PeerSharing()
+    public let sharing: PeerSharing
     /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
     public let activeTasks: ActiveTasks
 
@@ -55,7 +55,9 @@ public final class Node: Sendable {
         }
         self.name = name ?? NodeName.of(directory: directory)
         self.users = users ?? UserStore(directory: directory)
-        peers = PeerStore(directory: directory)
+        let sharing = PeerSharing()
+        self.sharing = sharing
+        peers = PeerStore(directory: directory, ownID: identity.id, ownUUID: identity.uuid, sharing: sharing)
         invitations = now.map { InvitationStore(directory: directory, now: $0) } ?? InvitationStore(directory: directory)
         self.activeTasks = activeTasks
     }

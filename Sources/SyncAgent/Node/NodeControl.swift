@@ -13,12 +13,14 @@ public protocol NodeControl: Sendable {
     func removeUser(_ name: String) async throws -> Bool
     /// The paired peers, in pairing order.
     func peers() async throws -> [PairedPeer]
-    /// Revokes the one pairing `text` names (see ``PeerStore/matches(_:_:)``).
+    /// Removes the one member `text` names (see ``PeerStore/matches(_:_:)``): revokes its pairing, or drops
+    /// it if introduced; either way it is not taken from an introduction again here (``PeerStore/remove(id:)``).
     func removePeer(_ text: String) async throws -> PairedPeer
-    /// Joins the node of the invitation URL `url`, telling it `port` (default: this node's listener's).
-    func join(_ url: String, port: Int?) async throws -> PairedPeer
-    /// Makes a one-time invitation to `databases`, valid for `lifetime`.
-    func invite(databases: [String], lifetime: Duration) async throws -> InvitationTicket
+    /// Joins the node of the invitation URL `url`, telling it `port` (default: this node's listener's);
+    /// `introduce: false` keeps the pair out of both nodes' introductions.
+    func join(_ url: String, port: Int?, introduce: Bool) async throws -> PairedPeer
+    /// Makes a one-time invitation to `databases`, valid for `lifetime`; `introduce: false` makes the pair private.
+    func invite(databases: [String], lifetime: Duration, introduce: Bool) async throws -> InvitationTicket
     /// Waits until the invitation `handle` is used, expires or is cancelled, or `limit` passes.
     func waitForInvitation(_ handle: String, atMost limit: Duration?) async throws -> InvitationWatch.Outcome
     /// Cancels the open invitations (only `handle`, if given); returns how many.

@@ -21,9 +21,15 @@ public struct Invitation: Sendable, Hashable, Codable {
     public var spentBy: String?
     /// Whether it was cancelled.
     public var cancelled: Bool
+    /// Whether the pairing it makes is kept out of introductions (`syncd pair --no-introduce`).
+    var isPrivate: Bool?
+
+    /// Whether the pairing it makes takes part in introductions.
+    public var introduce: Bool { isPrivate != true }
 
     enum CodingKeys: String, CodingKey {
         case handle, databases, created, expires, spent, cancelled
+        case isPrivate = "private"
         case secretHash = "secret_sha256"
         case spentBy = "spent_by"
     }
@@ -63,13 +69,14 @@ public final class InvitationStore: Sendable {
 
     /// Makes an invitation to the databases, valid for `lifetime`, and returns it with its secret
     /// (128 random bits, base32), which is shown once and kept nowhere.
-    public func create(databases: [String], lifetime: Duration) throws -> (invitation: Invitation, secret: String) {
+    public func create(databases: [String], lifetime: Duration, introduce: Bool = true) throws -> (invitation: Invitation, secret: String) {
         let secret = Base32.encode((0..<16).map { _ in UInt8.random(in: .min ... .max) }).lowercased()
         let now = self.now()
         let invitation = Invitation(
             handle: Hex.string((0..<4).map { _ in UInt8.random(in: .min ... .max) }),
             secretHash: Self.hash(secret), databases: databases, created: now,
-            expires: now.addingTimeInterval(Double(lifetime.components.seconds)), cancelled: false)
+            expires: now.addingTimeInterval(Double(lifetime.components.seconds)), cancelled: false,
+            isPrivate: introduce ? nil : true)
         try file.update { file in
             file.invitations.removeAll { now.timeIntervalSince($0.expires) > 86_400 }
             file.invitations.append(invitation)

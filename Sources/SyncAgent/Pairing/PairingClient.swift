@@ -24,13 +24,16 @@ public struct PairingClient: Sendable {
     public let port: Int?
     /// Where the pairing is recorded.
     public let peers: PeerStore
+    /// Whether the pairing takes part in introductions (`false`: `--no-introduce`, a private pair).
+    public let introduce: Bool
 
     /// A client joining as `identity`.
-    public init(identity: NodeIdentity, name: String, port: Int?, peers: PeerStore) {
+    public init(identity: NodeIdentity, name: String, port: Int?, peers: PeerStore, introduce: Bool = true) {
         self.identity = identity
         self.name = name
         self.port = port
         self.peers = peers
+        self.introduce = introduce
     }
 
     /// Joins the node of `invitation`; returns it as recorded.
@@ -65,7 +68,9 @@ public struct PairingClient: Sendable {
         }
         let peer = PairedPeer(uuid: uuid, id: invitation.id,
                               name: CouchResponder.peerName(answer["name"]?.stringValue) ?? "node " + invitation.id.short,
-                              addresses: [HostPort.join(invitation.host, invitation.port)], databases: databases)
+                              addresses: [HostPort.join(invitation.host, invitation.port)], databases: databases,
+                              // Private if either side asked: an inviting node that says nothing introduces.
+                              introduce: introduce && answer["introduce"]?.boolValue != false)
         do {
             try peers.add(peer)
         } catch let error as PairingError {
@@ -87,7 +92,7 @@ public struct PairingClient: Sendable {
         }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         defer { _ = client.shutdown() }
-        var body: JSON.Object = ["secret": .string(invitation.secret), "name": .string(name)]
+        var body: JSON.Object = ["secret": .string(invitation.secret), "name": .string(name), "introduce": .bool(introduce)]
         if let port { body["port"] = .number(Double(port)) }
         var request = HTTPClientRequest(url: invitation.serverURL + "/_pair")
         request.method = .POST

@@ -6,8 +6,9 @@ import Store
 /// own certificate as client certificate. The certificate names the joining
 /// node's UUID and its fingerprint is the ID this node will trust it by.
 ///
-/// Body: `{"secret": "…", "name": "laptop", "port": 5984}` (name and port optional).
-/// Answer: `{"ok": true, "uuid": "…", "id": "…", "name": "…", "databases": ["notes"]}`.
+/// Body: `{"secret": "…", "name": "laptop", "port": 5984, "introduce": true}` (all but the secret optional).
+/// Answer: `{"ok": true, "uuid": "…", "id": "…", "name": "…", "databases": ["notes"], "introduce": true}`;
+/// `introduce` is false when either side asked for a private pair (`--no-introduce`).
 extension CouchResponder {
     func pair(_ exchange: inout Exchange) async throws -> Response {
         let address = exchange.context.clientAddress
@@ -46,8 +47,10 @@ extension CouchResponder {
             if case .invitationRefused(let why) = error { throw CouchError(.forbidden, "forbidden", "Pairing refused: \(why).") }
             throw CouchError(.internalServerError, "unknown_error", error.description)
         }
+        let introduce = invitation.introduce && body["introduce"]?.boolValue != false
         let peer = PairedPeer(uuid: uuid, id: client.id, name: name,
-                              addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases)
+                              addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases,
+                              introduce: introduce)
         do {
             for database in invitation.databases { _ = try catalog.openOrCreate(database) }
             try listener.node.peers.add(peer)
@@ -70,6 +73,7 @@ extension CouchResponder {
             "id": .string(listener.node.identity.id.description),
             "name": .string(listener.node.name),
             "databases": .array(invitation.databases.map { .string($0) }),
+            "introduce": .bool(introduce),
         ])
     }
 

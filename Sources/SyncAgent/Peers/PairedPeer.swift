@@ -1,6 +1,7 @@
 import Foundation
 
-/// A node this one is paired with: who it is (its UUID and the ID its
+/// A member of this node's group: a node paired with here directly, or one a
+/// member introduced (``introducedBy``). Who it is (its UUID and the ID its
 /// certificate must have), what it is called, where it was last reached, and
 /// the databases shared with it.
 public struct PairedPeer: Sendable, Hashable, Codable {
@@ -14,27 +15,53 @@ public struct PairedPeer: Sendable, Hashable, Codable {
     public var addresses: [String]
     /// The databases shared with the peer: it may replicate these, and no others.
     public var databases: [String]
-    /// When the pairing was made.
+    /// When the pairing was made (for an introduced peer: when its introducer paired with it).
     public var pairedAt: Date
     /// When the peer last made an authenticated request here, if ever.
     public var lastSeen: Date?
+    /// Whether this pairing takes part in introductions (`syncd pair --no-introduce` keeps it
+    /// private): the peer is introduced to other members, and its introductions followed.
+    public var introduce: Bool
+    /// The members that introduced this peer; empty for a peer paired with here directly.
+    public var introducedBy: [NodeID]
 
     /// A peer paired now.
-    public init(uuid: String, id: NodeID, name: String, addresses: [String], databases: [String], pairedAt: Date = Date()) {
+    public init(uuid: String, id: NodeID, name: String, addresses: [String], databases: [String], pairedAt: Date = Date(),
+                introduce: Bool = true, introducedBy: [NodeID] = []) {
         self.uuid = uuid
         self.id = id
         self.name = name
         self.addresses = addresses
         self.databases = databases
         self.pairedAt = pairedAt
+        self.introduce = introduce
+        self.introducedBy = introducedBy
     }
 
     enum CodingKeys: String, CodingKey {
-        case uuid, id, name, addresses, databases
+        case uuid, id, name, addresses, databases, introduce
         case pairedAt = "paired_at"
         case lastSeen = "last_seen"
+        case introducedBy = "introduced_by"
+    }
+
+    /// Reads a record, `introduce` and `introduced_by` optional (files written before introductions lack them).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        uuid = try container.decode(String.self, forKey: .uuid)
+        id = try container.decode(NodeID.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        addresses = try container.decode([String].self, forKey: .addresses)
+        databases = try container.decode([String].self, forKey: .databases)
+        pairedAt = try container.decode(Date.self, forKey: .pairedAt)
+        lastSeen = try container.decodeIfPresent(Date.self, forKey: .lastSeen)
+        introduce = try container.decodeIfPresent(Bool.self, forKey: .introduce) ?? true
+        introducedBy = try container.decodeIfPresent([NodeID].self, forKey: .introducedBy) ?? []
     }
 
     /// The last address the peer was reached at.
     public var lastAddress: String? { addresses.first }
+
+    /// Whether a member introduced the peer (rather than a person pairing it here).
+    public var isIntroduced: Bool { !introducedBy.isEmpty }
 }

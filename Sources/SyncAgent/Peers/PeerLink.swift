@@ -24,6 +24,8 @@ final class PeerLink: Sendable {
         let logger: Logger
         /// Told after the link's connection state changes (the agent counts the peers online).
         var connectionChanged: @Sendable () -> Void = {}
+        /// Where the peer's introductions are kept; `nil`: they are not followed.
+        var peers: PeerStore? = nil
     }
 
     /// What the link is doing.

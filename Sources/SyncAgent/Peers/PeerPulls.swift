@@ -4,7 +4,8 @@ import Store
 
 /// Supervises the pulls from one paired peer: a continuous replication of each
 /// database shared with it, all over the peer's one ``PeerConnection``, each
-/// resuming from its checkpoints when started again over another. It reports what
+/// resuming from its checkpoints when started again over another, and the peer's
+/// introductions (``IntroductionFeed``) over the same connection. It reports what
 /// the pulls run into (no answer, the peer refusing this node, catching up); the
 /// ``PeerLink`` decides from that whether the connection is still good.
 final class PeerPulls: Sendable {
@@ -30,6 +31,8 @@ final class PeerPulls: Sendable {
         /// What the pulls run over, while the peer is reached.
         var connection: PeerConnection?
         var pulls: [String: Pull] = [:]
+        /// Follows the peer's introductions while connected.
+        var introductions: Task<Void, Never>?
         /// What the pulls stopped so far carried, by database: added to the running ones' counts.
         var carried: [String: ReplicationStatus] = [:]
     }
@@ -71,7 +74,19 @@ final class PeerPulls: Sendable {
 
     /// Pulls every database over `connection`, which this now owns until ``stop(quickly:)``.
     func start(over connection: PeerConnection) {
-        state.withLock { $0.connection = connection }
+        var feed: Task<Void, Never>?
+        if let store = context.peers, peer.introduce {
+            let introductions = IntroductionFeed(member: peer, connection: connection, peers: store, logger: context.logger)
+            feed = Task { await introductions.run() }
+        }
+        let replaced = state.withLock { state in
+            defer {
+                state.connection = connection
+                state.introductions = feed
+            }
+            return state.introductions
+        }
+        replaced?.cancel()
         startMissing()
     }
 
@@ -79,13 +94,15 @@ final class PeerPulls: Sendable {
     /// being left, so the connection is closed first and the pulls' last checkpoint on the
     /// peer does not wait for a timeout (the checkpoints they made while running stand).
     func stop(quickly: Bool) async {
-        let (pulls, connection) = state.withLock { state in
+        let (pulls, connection, introductions) = state.withLock { state in
             defer {
                 state.pulls = [:]
                 state.connection = nil
+                state.introductions = nil
             }
-            return (state.pulls, state.connection)
+            return (state.pulls, state.connection, state.introductions)
         }
+        introductions?.cancel()
         // Closing a client waits for its connections to close, which a dead address makes slow:
         // its requests fail at once, the closing itself goes on in the background.
         if quickly, let connection { Task { await connection.shutdown() } }

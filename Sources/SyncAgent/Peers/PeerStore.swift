@@ -1,18 +1,57 @@
 import Foundation
 import Locking
 
-/// The paired peers of a data directory, kept in `peers.json` (mode 0600).
+/// The group of a data directory, kept in `peers.json` (mode 0600): the peers paired
+/// with here directly, what each member last introduced, when introduced members were
+/// last seen, and the nodes removed here. Its members (``all()``) are the direct peers
+/// and the nodes introductions reach (``GroupMembers``).
 /// The process that owns the directory (see ``Node``) makes every change, so
 /// ``changes()`` hears them all, and those of other hands once reread (``Node/followDirectory()``).
 public final class PeerStore: Sendable {
     private struct File: Codable, Equatable {
         var peers: [PairedPeer] = []
-    }
-    private let file: StateFile<File>
+        /// Each member's last introductions, by its ID.
+        var introductions: [String: [Introduction]] = [:]
+        /// When each introduced member last made a request here, and from where.
+        var seen: [String: Seen] = [:]
+        /// The nodes removed here, by ID: never taken from an introduction again.
+        var removed: [String: Date] = [:]
 
-    /// The peers of the data directory `directory`.
-    public init(directory: String) {
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            peers = try container.decode([PairedPeer].self, forKey: .peers)
+            introductions = try container.decodeIfPresent([String: [Introduction]].self, forKey: .introductions) ?? [:]
+            seen = try container.decodeIfPresent([String: Seen].self, forKey: .seen) ?? [:]
+            removed = try container.decodeIfPresent([String: Date].self, forKey: .removed) ?? [:]
+        }
+    }
+
+    /// An introduced member's last request here.
+    private struct Seen: Codable, Equatable {
+        var lastSeen: Date
+        var address: String?
+        enum CodingKeys: String, CodingKey {
+            case address
+            case lastSeen = "last_seen"
+        }
+    }
+
+    private let file: StateFile<File>
+    private let sharing: PeerSharing
+    private let ownID: NodeID?
+    private let ownUUID: String
+    /// The members last computed, and from what.
+    private let computed = Locked<(file: File, sharing: Int, members: [PairedPeer])?>(nil)
+
+    /// The group of the data directory `directory`, for the node `ownID`/`ownUUID`
+    /// (never a member of its own group), sharing what `sharing` says.
+    public init(directory: String, ownID: NodeID? = nil, ownUUID: String = "", sharing: PeerSharing = PeerSharing()) {
         file = StateFile(path: directory + "/peers.json", empty: File())
+        self.ownID = ownID
+        self.ownUUID = ownUUID
+        self.sharing = sharing
     }
 
     /// Tells of each change made through this store (a pairing added, revoked or seen
@@ -27,14 +66,70 @@ public final class PeerStore: Sendable {
     /// subscribers if the peers are not those last read.
     func reread() { file.reread() }
 
-    /// Every paired peer, in pairing order.
+    /// Every member: the peers paired with here directly, in pairing order, then those introduced.
     public func all() throws -> [PairedPeer] {
+        members(of: try file.load())
+    }
+
+    /// The peers paired with here directly, in pairing order.
+    public func direct() throws -> [PairedPeer] {
         try file.load().peers
     }
 
-    /// The paired peer whose certificate has this ID, if any.
+    /// The member whose certificate has this ID, if any.
     public func peer(id: NodeID) -> PairedPeer? {
-        (try? file.load())?.peers.first { $0.id == id }
+        (try? all())?.first { $0.id == id }
+    }
+
+    /// The members `file` makes, computed again only when the file or the sharing changed.
+    private func members(of file: File) -> [PairedPeer] {
+        let version = sharing.version
+        if let last = computed.withLock({ $0 }), last.sharing == version, last.file == file { return last.members }
+        var members = GroupMembers(
+            direct: file.peers,
+            introductions: Dictionary(file.introductions.compactMap { key, list in NodeID(key).map { ($0, list) } },
+                                      uniquingKeysWith: { first, _ in first }),
+            removed: Set(file.removed.keys.compactMap(NodeID.init)),
+            ownID: ownID ?? NodeID(certificateDER: []), ownUUID: ownUUID
+        ).members(shares: { Set(self.sharing.databases(for: $0)) }, introduces: sharing.introduces)
+        for index in members.indices where members[index].isIntroduced {
+            guard let seen = file.seen[members[index].id.description] else { continue }
+            members[index].lastSeen = seen.lastSeen
+            if let address = seen.address {
+                members[index].addresses.removeAll { $0 == address }
+                members[index].addresses.insert(address, at: 0)
+            }
+        }
+        computed.withLock { $0 = (file, version, members) }
+        return members
+    }
+
+    /// What this node introduces to the member `member`: each peer paired with here
+    /// directly, but `member` and private pairings, with the databases shared with both
+    /// that may be introduced; nothing to a private pairing.
+    public func introductions(for member: PairedPeer) -> [Introduction] {
+        guard member.introduce, let direct = try? direct() else { return [] }
+        let theirs = Set(sharing.databases(for: member)).filter(sharing.introduces)
+        return direct.compactMap { peer in
+            guard peer.introduce, peer.id != member.id, peer.uuid != member.uuid else { return nil }
+            let databases = theirs.intersection(sharing.databases(for: peer))
+            return databases.isEmpty ? nil : Introduction(peer, databases: databases.sorted())
+        }
+    }
+
+    /// Keeps `introductions`, the list the member `introducer` answered, in place of its last;
+    /// nothing if `introducer` is no member (its connection outlived it). Lists of nodes no longer
+    /// members are dropped.
+    public func record(_ introductions: [Introduction], from introducer: NodeID) {
+        guard peer(id: introducer) != nil else { return }
+        try? file.update { file in
+            let key = introducer.description
+            guard file.introductions[key] != introductions else { return }
+            file.introductions[key] = introductions
+            let members = Set(members(of: file).map { $0.id.description })
+            file.introductions = file.introductions.filter { members.contains($0.key) }
+            file.seen = file.seen.filter { members.contains($0.key) }
+        }
     }
 
     /// The peers an ID, an ID's first characters, a UUID or a name designates.
@@ -79,16 +174,23 @@ public final class PeerStore: Sendable {
             }
             file.peers.removeAll { $0.id == peer.id }
             file.peers.append(peer)
+            // A person paired it: removed before or not, it is a member again.
+            file.removed[peer.id.description] = nil
         }
     }
 
-    /// Revokes a pairing; `false` if no such peer.
+    /// Removes a member: revokes a direct pairing (and with it what the peer introduced), or
+    /// drops an introduced member here. Either way the node is never taken from an
+    /// introduction again here, unless a person pairs it again. `false` if no such member.
     @discardableResult
     public func remove(id: NodeID) throws -> Bool {
         try file.update { file in
-            let before = file.peers.count
+            let wasMember = members(of: file).contains { $0.id == id }
             file.peers.removeAll { $0.id == id }
-            return file.peers.count != before
+            file.removed[id.description] = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+            file.introductions[id.description] = nil
+            file.seen[id.description] = nil
+            return wasMember
         }
     }
 
@@ -102,7 +204,11 @@ public final class PeerStore: Sendable {
         let moved = address.map { $0 != peer.lastAddress } ?? false
         if !moved, let last = peer.lastSeen, now.timeIntervalSince(last) < ReplicatorTuning.peerSeenInterval { return }
         try? file.update { file in
-            guard let index = file.peers.firstIndex(where: { $0.id == id }) else { return }
+            guard let index = file.peers.firstIndex(where: { $0.id == id }) else {
+                // An introduced member: kept beside the introductions, which say where it was first.
+                file.seen[id.description] = Seen(lastSeen: now, address: moved ? address : file.seen[id.description]?.address)
+                return
+            }
             file.peers[index].lastSeen = now
             if let address, moved {
                 file.peers[index].addresses.removeAll { $0 == address }

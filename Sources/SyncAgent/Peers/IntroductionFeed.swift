@@ -1,0 +1,66 @@
+import AsyncHTTPClient
+import JSON
+import Logging
+import NIOCore
+
+/// Follows one member's introductions over its connection: `GET /_introductions`,
+/// long-polled with the tag last answered, each new list kept in the peer store
+/// (``PeerStore/record(_:from:)``), which recomputes the group and tells the agent.
+/// A member that does not serve introductions (an older syncd: 404), or refuses
+/// this node, is left alone; a failed request is tried again after a pause.
+struct IntroductionFeed: Sendable {
+    /// The member followed.
+    let member: PairedPeer
+    /// Its connection, shared with the pulls.
+    let connection: PeerConnection
+    /// Where the introductions are kept.
+    let peers: PeerStore
+    let logger: Logger
+
+    /// How long the member may hold a request before answering that nothing changed.
+    static let wait = Duration.seconds(60)
+
+    /// Follows until cancelled, or until the member says it will not answer.
+    func run() async {
+        var tag: String?
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                guard let answer = try await fetch(since: tag) else { return }
+                failures = 0
+                if answer.tag != tag {
+                    peers.record(answer.introductions, from: member.id)
+                    tag = answer.tag
+                }
+            } catch {
+                failures += 1
+                if failures == 1 { logger.info("introductions from \(member.name) unavailable: \(error); trying again") }
+                try? await Task.sleep(for: .seconds(min(30, 1 << min(failures, 5))))
+            }
+        }
+    }
+
+    /// One answer; `nil` when the member will not answer this node (404, 401, 403).
+    private func fetch(since tag: String?) async throws -> (tag: String, introductions: [Introduction])? {
+        var url = "https://\(connection.address)/_introductions?timeout=\(Self.wait.components.seconds * 1000)"
+        if let tag { url += "&since=\(tag)" }
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: "application/json")
+        let response = try await connection.client.execute(request, deadline: .now() + .seconds(Self.wait.components.seconds + 15))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        switch response.status.code {
+        case 200:
+            guard let json = try? JSON(parsing: body.readableBytesView), let answer = Introduction.parse(answer: json) else {
+                throw EndpointError(status: 502, error: "bad_introductions", reason: "the member's introductions are not valid",
+                                    endpoint: connection.address)
+            }
+            return answer
+        case 401, 403, 404:
+            logger.info("\(member.name) does not introduce its peers to this node (\(response.status.code))")
+            return nil
+        default:
+            throw EndpointError(status: Int(response.status.code), error: "introductions_failed",
+                                reason: "GET /_introductions answered \(response.status.code)", endpoint: connection.address)
+        }
+    }
+}
