@@ -21,6 +21,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "mesh" { return try await agentMesh(arguments: arguments) }
     if arguments.first == "catchup" { return try await agentCatchUp(arguments: arguments) }
     if arguments.first == "pairing" { return try await agentPairing(arguments: arguments) }
+    if arguments.first == "soak" { return try await agentSoak(arguments: arguments) }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []

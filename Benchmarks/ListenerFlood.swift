@@ -149,7 +149,7 @@ private final class Batches: @unchecked Sendable {
 }
 
 /// Open descriptors of process `pid`.
-private func descriptors(of pid: Int32) -> Int {
+func descriptors(of pid: Int32) -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
 }
 

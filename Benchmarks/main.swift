@@ -59,6 +59,8 @@ default:
                                                 syncd replicate pulling the same
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it
+               syncd-bench agent soak [--minutes 30] [--rate 50]   three agents writing, editing and deleting
+                                                rate docs/s each: RSS and descriptors every minute, identical at the end
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -6,8 +6,9 @@ import NIOCore
 /// Follows one member's introductions over its connection: `GET /_introductions`,
 /// long-polled with the tag last answered, each new list kept in the peer store
 /// (``PeerStore/record(_:from:)``), which recomputes the group and tells the agent.
-/// A member that does not serve introductions (an older syncd: 404), or refuses
-/// this node, is left alone; a failed request is tried again after a pause.
+/// A member that does not serve introductions (an older syncd: 404) is left alone;
+/// a failed or refused request (the member may not have heard of this node yet) is
+/// tried again after a pause, from a second doubling to 30 s.
 struct IntroductionFeed: Sendable {
     /// The member followed.
     let member: PairedPeer
@@ -35,12 +36,12 @@ struct IntroductionFeed: Sendable {
             } catch {
                 failures += 1
                 if failures == 1 { logger.info("introductions from \(member.name) unavailable: \(error); trying again") }
-                try? await Task.sleep(for: .seconds(min(30, 1 << min(failures, 5))))
+                try? await Task.sleep(for: .seconds(min(30, 1 << min(failures - 1, 5))))
             }
         }
     }
 
-    /// One answer; `nil` when the member will not answer this node (404, 401, 403).
+    /// One answer; `nil` when the member does not serve introductions (404).
     private func fetch(since tag: String?) async throws -> (tag: String, introductions: [Introduction])? {
         var url = "https://\(connection.address)/_introductions?timeout=\(Self.wait.components.seconds * 1000)"
         if let tag { url += "&since=\(tag)" }
@@ -55,8 +56,8 @@ struct IntroductionFeed: Sendable {
                                     endpoint: connection.address)
             }
             return answer
-        case 401, 403, 404:
-            logger.info("\(member.name) does not introduce its peers to this node (\(response.status.code))")
+        case 404:
+            logger.info("\(member.name) does not introduce its peers (an older syncd)")
             return nil
         default:
             throw EndpointError(status: Int(response.status.code), error: "introductions_failed",
