@@ -122,6 +122,15 @@ final class IntroductionsRouteTests: XCTestCase {
         XCTAssertTrue(try b.listener.node.peers.remove(id: c.listener.node.identity.id))
         b.listener.node.peers.record(list + [], from: aID)
         XCTAssertNil(b.listener.node.peers.peer(id: c.listener.node.identity.id), "removed here: no introduction brings it back")
+        // What the removed node says counts for nothing: it cannot introduce itself, nor a node of its own,
+        // whatever record it replays (here a's own list, as a had answered it).
+        let mallory = try await startListener { $0.tls = true }
+        var forged = Introduction(try XCTUnwrap(a.listener.node.peers.all().first { $0.name == "c" }), databases: ["notes"])
+        forged.id = mallory.listener.node.identity.id
+        forged.uuid = mallory.listener.node.identity.uuid
+        b.listener.node.peers.record(list + [forged], from: c.listener.node.identity.id)
+        XCTAssertNil(b.listener.node.peers.peer(id: mallory.listener.node.identity.id))
+        XCTAssertNil(b.listener.node.peers.peer(id: c.listener.node.identity.id))
         // Pairing with it again does.
         _ = try await c.join(try b.invite(["notes"]), name: "c")
         XCTAssertEqual(b.listener.node.peers.peer(id: c.listener.node.identity.id)?.isIntroduced, false)
