@@ -71,6 +71,9 @@ struct PeersCommand: AsyncParsableCommand {
         func run() async throws {
             let target = try await withNode(data, control) { try await $0.control.removePeer(peer) }
             print("removed \(target.name) (\(target.id))")
+            if target.isIntroduced {
+                print("it was introduced to this node: it stays in the group of the nodes that paired with it, and is not taken back here")
+            }
         }
     }
 }
