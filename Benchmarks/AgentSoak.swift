@@ -36,7 +36,10 @@ func agentSoak(arguments: [String]) async throws {
             for (index, agent) in agents.enumerated() {
                 let sample = (rss: agent.residentKilobytes(), fds: descriptors(of: agent.process.pid))
                 samples[index].append(sample)
-                line += String(format: "  %@ %6.1f MB %4d fds", bed.hosts[index].name, Double(sample.rss) / 1024, sample.fds)
+                // Anonymous memory (heap: caches, buffers) apart from file pages (the mapped database).
+                let anonymous = Double(memory(of: agent.process.pid, "RssAnon")) / 1024
+                line += String(format: "  %@ %5.1f MB (anon %5.1f) %3d fds", bed.hosts[index].name, Double(sample.rss) / 1024,
+                               anonymous, sample.fds)
             }
             print(line)
         }
