@@ -15,6 +15,8 @@ import TestBed
 /// - convergence of 3 × 1,000 concurrent writes through a hub with three peers;
 /// - that hub's CPU and RSS while idle (30 s);
 /// - a peer gone: stopped for 60 s, and cut off in silence for 30 s (also alone: `agent gone`).
+///
+/// Alone: `agent burst`, `agent mesh`, `agent catchup`, `agent pairing`, `agent soak`, `agent group` (AgentGroup.swift).
 func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "burst" { return try await agentBurst(arguments: arguments) }
     if arguments.first == "gone" { return try await runPeerGoneBenchmarks() }
@@ -22,6 +24,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
     if arguments.first == "catchup" { return try await agentCatchUp(arguments: arguments) }
     if arguments.first == "pairing" { return try await agentPairing(arguments: arguments) }
     if arguments.first == "soak" { return try await agentSoak(arguments: arguments) }
+    if arguments.first == "group" { return try await agentGroup(arguments: arguments) }
     let runs = option("runs", in: arguments, default: 3)
     let samples = option("samples", in: arguments, default: 300)
     var pairing: [Double] = []

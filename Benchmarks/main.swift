@@ -61,6 +61,10 @@ default:
                                                 a burst on A until all on paired B, beside a one-shot pull of it
                syncd-bench agent soak [--minutes 30] [--rate 50]   three agents writing, editing and deleting
                                                 rate docs/s each: RSS and descriptors every minute, identical at the end
+               syncd-bench agent group [--hosts 10] [--docs 1000] [--unplug]
+                                                hosts each added by one pairing with a random member: until all list
+                                                all, docs on each at once until everywhere, idle CPU/RSS, crossings;
+                                                --unplug: one host's link down 30 s while the others write
         """)
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -1,0 +1,196 @@
+import Foundation
+import JSON
+import SyncAgent
+import TestBed
+
+/// `agent group [--hosts 10] [--docs 1000] [--unplug]`: a group grown one pairing at a time
+/// (issue 21). Each host after the first joins an invitation of a random member; introductions
+/// must make the rest. Printed, as the issue's goals state them:
+///
+/// - the last pairing → every host lists every other (and reaches it);
+/// - `--docs` documents written on every host at once → all of them on every host;
+/// - once converged, each agent's CPU over 10 s (max, median) and RSS (max);
+/// - the documents all pulls wrote and read against the minimum (each document onto each other
+///   host once), and the most any one link carried in one direction against what exists;
+/// - with `--unplug`: one host's link down for 30 s while the others write, then the time
+///   from its return until every host holds everything.
+func agentGroup(arguments: [String]) async throws {
+    let count = option("hosts", in: arguments, default: 10)
+    let docs = option("docs", in: arguments, default: 1000)
+    let unplug = arguments.contains("--unplug")
+    guard (2...26).contains(count) else { throw BenchError("--hosts must be between 2 and 26") }
+    print("agent group: \(count) hosts in network namespaces, each added by one pairing with a random member")
+    try await TestBed.with(hosts: count) { bed in
+        let folder = temporaryDirectory("agent-group")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var agents: [BenchAgent] = []
+        for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host)) }
+        defer { agents.forEach { $0.stop() } }
+
+        // The group, one pairing per new host.
+        var pairings: [String] = []
+        let pairingStart = now()
+        try agents[1].pair(with: try agents[0].invitation())
+        pairings.append("b-a")
+        for index in 2..<count {
+            let member = Int.random(in: 0..<index)
+            try agents[index].pair(with: try await agents[member].newInvitation())
+            pairings.append("\(bed.hosts[index].name)-\(bed.hosts[member].name)")
+        }
+        let lastPairing = now()
+        print("pairings (joiner-inviter): \(pairings.joined(separator: " "))")
+        figure("\(count - 1) pairings, one after another", lastPairing - pairingStart, "s", decimals: 2)
+        var uuids: [String] = []
+        for agent in agents { uuids.append(try await agent.status().node.uuid.lowercased()) }
+        let listed = try await untilAll(agents, timeout: 120) { index, agent in
+            let peers = try await agent.status().peers
+            return Set(peers.map { $0.uuid.lowercased() }) == Set(uuids).subtracting([uuids[index]])
+        }
+        figure("last pairing -> every host lists every other (goal <= 2)", listed - lastPairing, "s", decimals: 2)
+        let online = try await untilAll(agents, timeout: 120) { _, agent in
+            let peers = try await agent.status().peers
+            return peers.count == count - 1 && peers.allSatisfy { $0.state == "online" }
+        }
+        figure("last pairing -> every host online with every other", online - lastPairing, "s", decimals: 2)
+
+        // Convergence: `docs` documents on every host at once.
+        var before: [[String: (read: Int, written: Int)]] = []
+        for agent in agents { before.append(try await pullCounts(agent)) }
+        let total = count * docs
+        let start = now()
+        try await write(docs, on: Array(agents.enumerated()), label: "g")
+        let converged = try await untilAll(agents, timeout: 600) { _, agent in try await agent.documentCount() == total }
+        figure("\(docs) docs on each host at once -> all \(total) on every host (goal <= 2)", converged - start, "s", decimals: 2)
+
+        // Idle, once every pull is idle and nothing has moved for a second.
+        let settled = try await settle(agents)
+        try await Task.sleep(for: .seconds(2))
+        let cpuBefore = agents.map { $0.cpuSeconds() }
+        let idleStart = now()
+        try await Task.sleep(for: .seconds(10))
+        let elapsed = now() - idleStart
+        let cpu = zip(agents, cpuBefore).map { ($0.cpuSeconds() - $1) / elapsed * 100 }
+        let rss = agents.map { Double($0.residentKilobytes()) / 1024 }
+        figure("idle CPU per agent over 10 s, max (goal <= 0.1)", cpu.max() ?? .nan, "%", decimals: 2)
+        figure("idle CPU per agent over 10 s, median", percentile(cpu, 50), "%", decimals: 2)
+        figure("RSS per agent, max (goal <= 64)", rss.max() ?? .nan, "MB", decimals: 1)
+        figure("RSS per agent, median", percentile(rss, 50), "MB", decimals: 1)
+
+        // Crossings: each document onto each other host once is the minimum.
+        var written = 0
+        var read = 0
+        var busiest = 0
+        var overfull: [String] = []
+        for (index, counts) in settled.enumerated() {
+            for (peer, now) in counts {
+                let then = before[index][peer] ?? (0, 0)
+                written += now.written - then.written
+                read += now.read - then.read
+                busiest = max(busiest, now.read - then.read)
+                // A link into this host carries at most what the others wrote: more, and a document crossed it twice.
+                if now.read - then.read > total - docs { overfull.append("\(peer) -> \(bed.hosts[index].name)") }
+            }
+        }
+        let minimum = total * (count - 1)
+        figure("docs written over all pulls (minimum \(minimum))", Double(written), "docs")
+        figure("docs read over all pulls: crossings (minimum \(minimum))", Double(read), "docs")
+        figure("crossings / minimum (1 = each doc onto each host once)", Double(read) / Double(minimum), "x", decimals: 3)
+        figure("most docs one link carried one way (of \(total - docs) new to it)", Double(busiest), "docs")
+        figure("links that carried a doc twice one way (goal 0)", Double(overfull.count), "links")
+        if !overfull.isEmpty { print("  over: \(overfull.joined(separator: ", "))") }
+
+        guard unplug else { return }
+        // One host unplugged for 30 s while the others write, a batch of 10 every 3 s each.
+        let cut = count - 1
+        let others = Array(agents.enumerated()).filter { $0.offset != cut }
+        try bed.hosts[cut].linkDown()
+        let cutStart = now()
+        for round in 0..<10 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, agent) in others {
+                    group.addTask {
+                        let batch = (0..<10).map { #"{"_id":"u\#(index)-\#(round * 10 + $0)"}"# }.joined(separator: ",")
+                        let answer = try await agent.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(batch)]}"#)
+                        guard answer.status == 201 else { throw BenchError("_bulk_docs answered \(answer.status)") }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await Task.sleep(for: .milliseconds(max(0, Int((Double(round + 1) * 3 - (now() - cutStart)) * 1000))))
+        }
+        let reachedOthers = try await untilAll(others.map(\.element), timeout: 120) { _, agent in
+            try await agent.documentCount() == total + (count - 1) * 100
+        }
+        try bed.hosts[cut].linkUp()
+        let returned = now()
+        let back = try await untilAll(agents, timeout: 300) { _, agent in try await agent.documentCount() == total + (count - 1) * 100 }
+        print("host \(bed.hosts[cut].name) unplugged for 30 s while the other \(count - 1) wrote 100 docs each")
+        figure("the others' writes on all of them, during the cut", reachedOthers - cutStart, "s", decimals: 2)
+        figure("link back -> every host holds everything", back - returned, "s", decimals: 2)
+    }
+}
+
+/// Writes `docs` documents on each of `agents` at once, in `_bulk_docs` of 100.
+private func write(_ docs: Int, on agents: [(offset: Int, element: BenchAgent)], label: String) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for (index, agent) in agents {
+            group.addTask {
+                for start in stride(from: 0, to: docs, by: 100) {
+                    let batch = (start..<min(docs, start + 100)).map { #"{"_id":"\#(label)\#(index)-\#($0)"}"# }.joined(separator: ",")
+                    let answer = try await agent.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(batch)]}"#)
+                    guard answer.status == 201 else { throw BenchError("_bulk_docs answered \(answer.status)") }
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+}
+
+/// Polls `agents` in turn (every 20 ms, so the polling costs them little) until `condition`
+/// holds for each; returns when the last one first held.
+private func untilAll(_ agents: [BenchAgent], timeout: Double,
+                      _ condition: (Int, BenchAgent) async throws -> Bool) async throws -> Double {
+    var done = Array(repeating: Double?.none, count: agents.count)
+    let deadline = now() + timeout
+    while done.contains(where: { $0 == nil }) {
+        for (index, agent) in agents.enumerated() where done[index] == nil {
+            if try await condition(index, agent) { done[index] = now() }
+        }
+        guard now() < deadline else {
+            throw BenchError("not within \(timeout) s on \(done.enumerated().filter { $0.element == nil }.map { agents[$0.offset].directory })")
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return done.compactMap { $0 }.max() ?? now()
+}
+
+/// The agent's pull replications of `syncd`: documents read and written, by peer name.
+private func pullCounts(_ agent: BenchAgent) async throws -> [String: (read: Int, written: Int)] {
+    let pulls = try await agent.status().replications.filter { $0.direction == "pull" && $0.database == "syncd" }
+    return Dictionary(pulls.map { ($0.with, ($0.docsRead, $0.docsWritten)) }, uniquingKeysWith: { first, _ in first })
+}
+
+/// The pull counts once every pull is idle and none has moved for a second.
+private func settle(_ agents: [BenchAgent]) async throws -> [[String: (read: Int, written: Int)]] {
+    var last: [[String: [Int]]] = []
+    var counts: [[String: (read: Int, written: Int)]] = []
+    var stableSince = now()
+    let deadline = now() + 120
+    while true {
+        var idle = true
+        counts = []
+        for agent in agents {
+            let replications = try await agent.status().replications
+            idle = idle && replications.allSatisfy { $0.state == "idle" }
+            counts.append(try await pullCounts(agent))
+        }
+        let flat = counts.map { $0.mapValues { [$0.read, $0.written] } }
+        if !idle || flat != last {
+            (last, stableSince) = (flat, now())
+        } else if now() - stableSince >= 1 {
+            return counts
+        }
+        guard now() < deadline else { throw BenchError("the pulls did not settle within 120 s") }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}
