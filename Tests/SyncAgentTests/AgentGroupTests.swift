@@ -102,13 +102,16 @@ final class AgentGroupTests: XCTestCase {
             for (index, agent) in running.enumerated() {
                 let expected = 2 * count - authored[index]
                 var intoHost = 0
-                for (pull, now) in after[index] {
+                var links: [String] = []
+                for (pull, now) in after[index].sorted(by: { $0.key.with < $1.key.with }) {
                     let then = before[index][pull]
                     let read = now.docsRead - (then?.docsRead ?? 0)
-                    intoHost += now.docsWritten - (then?.docsWritten ?? 0)
+                    let wrote = now.docsWritten - (then?.docsWritten ?? 0)
+                    intoHost += wrote
+                    links.append("from \(pull.with): read \(read), wrote \(wrote)")
                     XCTAssertLessThanOrEqual(read, expected, "\(pull.with) -> \(agent.directory) carried \(read) documents of \(expected)")
                 }
-                XCTAssertLessThanOrEqual(intoHost, expected, "\(agent.directory)'s pulls wrote \(intoHost) documents; \(expected) reached it")
+                XCTAssertLessThanOrEqual(intoHost, expected, "\(agent.directory)'s pulls wrote \(intoHost) documents; \(expected) reached it (\(links.joined(separator: "; ")))")
                 written += intoHost
             }
             XCTAssertLessThanOrEqual(written, 2 * count * 3, "documents crossed \(written) times; \(2 * count) documents × 3 receiving hosts")

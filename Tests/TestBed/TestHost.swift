@@ -42,8 +42,8 @@ public final class TestHost: Sendable {
         try runCommand(["/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/sysctl", "-qw",
                         "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0"])
         try TestBed.ip(namespace, "link", "set", "lo", "up")
-        try TestBed.ip(bridgeNamespace, "link", "add", "v\(name)", "type", "veth", "peer", "name", "eth0", "netns", namespace)
-        try TestBed.ip(bridgeNamespace, "link", "set", "v\(name)", "master", "br0", "up")
+        try TestBed.ip(bridgeNamespace, "link", "add", "name", "v\(name)", "type", "veth", "peer", "name", "eth0", "netns", namespace)
+        try TestBed.ip(bridgeNamespace, "link", "set", "dev", "v\(name)", "master", "br0", "up")
         try TestBed.ip(namespace, "link", "set", "eth0", "multicast", "on", "up")
         try TestBed.ip(namespace, "addr", "add", "\(address)/24", "dev", "eth0")
         let ready = "\(stateDirectory)/run/.holder-ready"
