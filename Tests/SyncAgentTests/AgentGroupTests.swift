@@ -54,6 +54,16 @@ final class AgentGroupTests: XCTestCase {
                     return true
                 }
             }
+            // Once every member follows every other, each is introduced by all that paired it directly.
+            for (index, agent) in agents.enumerated() {
+                try await agent.waitUntil("\(agent.directory) names every member's introducers", timeout: .seconds(10)) {
+                    let members = try agent.members()
+                    return ids.indices.allSatisfy { other in
+                        other == index || neighbours[index].contains(other)
+                            || members[ids[other]]?.introducedBy == Set(neighbours[other].map { ids[$0] })
+                    }
+                }
+            }
             let a = agents[0]
             let shown = try a.syncd(["peers"])
             XCTAssertEqual(shown.status, 0, shown.errorOutput)
