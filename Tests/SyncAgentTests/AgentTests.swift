@@ -62,7 +62,11 @@ final class AgentTests: XCTestCase {
         let current = try await a.get("syncd", "a1")
         let revision = try XCTUnwrap(current?["_rev"]?.stringValue)
         try await a.put("syncd", "a1", ["_rev": .string(revision), "side": "a"])
-        try await b.put("syncd", "a1", ["_rev": .string(revision), "side": "b"])
+        // B's edit names its parent and its own revision, as a replicator writes it: A's edit may
+        // reach B first (within milliseconds), and an edit checked against B's current revision would be refused.
+        let parent = String(revision.split(separator: "-")[1])
+        try await b.put("syncd", "a1?new_edits=false", ["_rev": .string("2-" + String(repeating: "b", count: 32)), "side": "b",
+                                                        "_revisions": ["start": 2, "ids": [.string(String(repeating: "b", count: 32)), .string(parent)]]])
         try await a.waitUntil("both see both edits") {
             let onA = try await a.get("syncd", "a1", query: "?conflicts=true")
             let onB = try await b.get("syncd", "a1", query: "?conflicts=true")
