@@ -13,18 +13,9 @@ final class AgentGroupTests: XCTestCase {
     override func setUp() async throws { directory = try TemporaryDirectory(prefix: "group") }
     override func tearDown() async throws { directory.remove() }
 
-    /// Starts an agent with the default configuration on each host.
-    private func agents(on bed: TestBed) async throws -> [AgentProcess] {
-        var agents: [AgentProcess] = []
-        for host in bed.hosts {
-            agents.append(try await AgentProcess.start(in: directory.path + "/" + host.name, on: host))
-        }
-        return agents
-    }
-
     func testAChainOfFivePairingsBecomesAFullMeshThatSurvivesLosingTheMiddleHost() async throws {
         try await TestBed.with(hosts: 5) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             defer { agents.forEach { $0.stop() } }
             // a–b, b–c, c–d, d–e: each new host joins an invitation of the one before.
             try agents[1].pair(with: try XCTUnwrap(agents[0].invitation))
@@ -134,7 +125,7 @@ final class AgentGroupTests: XCTestCase {
 
     func testAHostRemovedOnItsIntroducerIsStoppedEverywhereAndKeepsItsData() async throws {
         try await TestBed.with(hosts: 3) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             let (a, b, c) = (agents[0], agents[1], agents[2])
             defer { agents.forEach { $0.stop() } }
             try b.pair(with: try XCTUnwrap(a.invitation))
@@ -177,7 +168,7 @@ final class AgentGroupTests: XCTestCase {
 
     func testNoIntroduceKeepsAPairPrivate() async throws {
         try await TestBed.with(hosts: 5) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             let (a, b, c, d, e) = (agents[0], agents[1], agents[2], agents[3], agents[4])
             defer { agents.forEach { $0.stop() } }
             // a–b private (a invites with --no-introduce), b–c, c–d private (d joins with

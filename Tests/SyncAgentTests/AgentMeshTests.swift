@@ -15,18 +15,9 @@ final class AgentMeshTests: XCTestCase {
     override func setUp() async throws { directory = try TemporaryDirectory(prefix: "mesh") }
     override func tearDown() async throws { directory.remove() }
 
-    /// Starts an agent with the default configuration on each host.
-    private func agents(on bed: TestBed) async throws -> [AgentProcess] {
-        var agents: [AgentProcess] = []
-        for host in bed.hosts {
-            agents.append(try await AgentProcess.start(in: directory.path + "/" + host.name, on: host))
-        }
-        return agents
-    }
-
     func testAMeshOfThreeWhereAIsNotPairedWithCConvergesAndFallsQuiet() async throws {
         try await TestBed.with(hosts: 3) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             let (a, b, c) = (agents[0], agents[1], agents[2])
             defer { agents.forEach { $0.stop() } }
             // A–B by the URL A printed; B–C by a QR image of the code `syncd pair` prints on B.
@@ -102,7 +93,7 @@ final class AgentMeshTests: XCTestCase {
 
     func testAPeerThatMovesIsFollowedAndNothingIsSentTwice() async throws {
         try await TestBed.with(hosts: 2) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             let (a, b) = (agents[0], agents[1])
             defer { agents.forEach { $0.stop() } }
             try b.pair(with: try XCTUnwrap(a.invitation))
@@ -142,7 +133,7 @@ final class AgentMeshTests: XCTestCase {
 
     func testACutLinkAndAMissingAvahiDaemonHealWithoutHelp() async throws {
         try await TestBed.with(hosts: 2) { bed in
-            let agents = try await agents(on: bed)
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
             let (a, b) = (agents[0], agents[1])
             defer { agents.forEach { $0.stop() } }
             try b.pair(with: try XCTUnwrap(a.invitation))

@@ -60,6 +60,13 @@ final class AgentProcess: Sendable {
     /// The listener's port.
     var port: Int { urls.first.flatMap { $0.split(separator: ":").last }.flatMap { Int($0) } ?? 0 }
 
+    /// Starts an agent with the default configuration on each host of `bed`, each in `directory`/HOST.
+    static func start(on bed: TestBed, in directory: String) async throws -> [AgentProcess] {
+        var agents: [AgentProcess] = []
+        for host in bed.hosts { agents.append(try await start(in: directory + "/" + host.name, on: host)) }
+        return agents
+    }
+
     /// Runs `syncd ARGUMENTS --data DIRECTORY` beside the agent (inside its test-bed host, if any).
     func syncd(_ arguments: [String]) throws -> CommandResult {
         let command = [try TestBed.syncdExecutable] + arguments + ["--data", directory]
