@@ -3,9 +3,9 @@ import JSON
 import SyncAgent
 import TestBed
 
-/// `agent group [--hosts 10] [--docs 1000] [--unplug]`: a group grown one pairing at a time
-/// (issue 21). Each host after the first joins an invitation of a random member; introductions
-/// must make the rest. Printed, as the issue's goals state them:
+/// `agent group [--hosts 10] [--docs 1000] [--unplug] [--timeline] [--rounds 1] [--before OLD-SYNCD]`: a group
+/// grown one pairing at a time (issue 21). Each host after the first joins an invitation of a
+/// random member; introductions must make the rest. Printed, as the issue's goals state them:
 ///
 /// - the last pairing → every host lists every other (and reaches it);
 /// - `--docs` documents written on every host at once → all of them on every host;
@@ -14,17 +14,43 @@ import TestBed
 ///   host once), and the most any one link carried in one direction against what exists;
 /// - with `--unplug`: one host's link down for 30 s while the others write, then the time
 ///   from its return until every host holds everything.
+///
+/// With `--before`, each round runs this build and the older one in turn, the same pairings
+/// for both, and the convergence times' medians are compared at the end.
 func agentGroup(arguments: [String]) async throws {
     let count = option("hosts", in: arguments, default: 10)
+    let rounds = option("rounds", in: arguments, default: 1)
+    guard (2...26).contains(count) else { throw BenchError("--hosts must be between 2 and 26") }
+    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
+    print("agent group: \(count) hosts in network namespaces, each added by one pairing with a random member")
+    var converged: [String: [Double]] = [:]
+    for round in 1...rounds {
+        let inviters = (2..<max(2, count)).map { Int.random(in: 0..<$0) }
+        for build in builds {
+            print("round \(round), \(build.name) (\(build.executable))")
+            converged[build.name, default: []].append(
+                try await groupRound(count, inviters: inviters, executable: build.executable, arguments: arguments))
+        }
+    }
+    guard builds.count > 1 else { return }
+    for build in builds {
+        figure("\(build.name): convergence, median of \(rounds) rounds", percentile(converged[build.name] ?? [], 50), "s", decimals: 2)
+    }
+    let ratio = percentile(converged[builds[1].name] ?? [], 50) / percentile(converged[builds[0].name] ?? [], 50)
+    figure("convergence --before / this build (> 1: this build is faster)", ratio, "x", decimals: 2)
+}
+
+/// One group of `count` hosts running `executable`; host `i + 2` joins host `inviters[i]`.
+/// Returns the seconds from the writes to every host holding every document.
+private func groupRound(_ count: Int, inviters: [Int], executable: String, arguments: [String]) async throws -> Double {
     let docs = option("docs", in: arguments, default: 1000)
     let unplug = arguments.contains("--unplug")
-    guard (2...26).contains(count) else { throw BenchError("--hosts must be between 2 and 26") }
-    print("agent group: \(count) hosts in network namespaces, each added by one pairing with a random member")
+    var convergence = Double.nan
     try await TestBed.with(hosts: count) { bed in
         let folder = temporaryDirectory("agent-group")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var agents: [BenchAgent] = []
-        for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host)) }
+        for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host, executable: executable)) }
         defer { agents.forEach { $0.stop() } }
 
         // The group, one pairing per new host.
@@ -33,7 +59,7 @@ func agentGroup(arguments: [String]) async throws {
         try agents[1].pair(with: try agents[0].invitation())
         pairings.append("b-a")
         for index in 2..<count {
-            let member = Int.random(in: 0..<index)
+            let member = inviters[index - 2]
             try agents[index].pair(with: try await agents[member].newInvitation())
             pairings.append("\(bed.hosts[index].name)-\(bed.hosts[member].name)")
         }
@@ -57,10 +83,18 @@ func agentGroup(arguments: [String]) async throws {
         var before: [[String: (read: Int, written: Int)]] = []
         for agent in agents { before.append(try await pullCounts(agent)) }
         let total = count * docs
+        let cpuAtStart = agents.map { $0.cpuSeconds() }
         let start = now()
+        let started = agents
+        let timeline = arguments.contains("--timeline") ? Task { try await printTimeline(started, from: start, until: total) } : nil
         try await write(docs, on: Array(agents.enumerated()), label: "g")
+        if timeline != nil { print(String(format: "  %6.2f s  written on every host", now() - start)) }
         let converged = try await untilAll(agents, timeout: 600) { _, agent in try await agent.documentCount() == total }
-        figure("\(docs) docs on each host at once -> all \(total) on every host (goal <= 2)", converged - start, "s", decimals: 2)
+        try await timeline?.value
+        convergence = converged - start
+        let busy = zip(agents, cpuAtStart).reduce(0) { $0 + $1.0.cpuSeconds() - $1.1 }
+        figure("\(docs) docs on each host at once -> all \(total) on every host (goal <= 2)", convergence, "s", decimals: 2)
+        figure("CPU all agents used until then (this machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)", busy, "s", decimals: 2)
 
         // Idle, once every pull is idle and nothing has moved for a second.
         let settled = try await settle(agents)
@@ -95,6 +129,7 @@ func agentGroup(arguments: [String]) async throws {
         figure("docs written over all pulls (minimum \(minimum))", Double(written), "docs")
         figure("docs read over all pulls: crossings (minimum \(minimum))", Double(read), "docs")
         figure("crossings / minimum (1 = each doc onto each host once)", Double(read) / Double(minimum), "x", decimals: 3)
+        figure("CPU per crossing, both ends, during convergence", busy / Double(max(1, read)) * 1_000_000, "us")
         figure("most docs one link carried one way (of \(total - docs) new to it)", Double(busiest), "docs")
         figure("links that carried a doc twice one way (goal 0)", Double(overfull.count), "links")
         if !overfull.isEmpty { print("  over: \(overfull.joined(separator: ", "))") }
@@ -128,6 +163,7 @@ func agentGroup(arguments: [String]) async throws {
         figure("the others' writes on all of them, during the cut", reachedOthers - cutStart, "s", decimals: 2)
         figure("link back -> every host holds everything", back - returned, "s", decimals: 2)
     }
+    return convergence
 }
 
 /// Writes `docs` documents on each of `agents` at once, in `_bulk_docs` of 100.
@@ -143,6 +179,23 @@ private func write(_ docs: Int, on agents: [(offset: Int, element: BenchAgent)],
             }
         }
         try await group.waitForAll()
+    }
+}
+
+/// With `--timeline`: every 250 ms until each agent holds `total` documents, how many the
+/// agents hold (least, median, most) and their CPU since the last line.
+private func printTimeline(_ agents: [BenchAgent], from start: Double, until total: Int) async throws {
+    var cpu = agents.reduce(0) { $0 + $1.cpuSeconds() }
+    var last = now()
+    while true {
+        try await Task.sleep(for: .milliseconds(250))
+        var counts: [Double] = []
+        for agent in agents { counts.append(Double(try await agent.documentCount())) }
+        let (cpuNow, time) = (agents.reduce(0) { $0 + $1.cpuSeconds() }, now())
+        print(String(format: "  %6.2f s  docs least %5.0f  median %5.0f  most %5.0f  CPU %4.0f %%",
+                     time - start, counts.min() ?? 0, percentile(counts, 50), counts.max() ?? 0, (cpuNow - cpu) / (time - last) * 100))
+        (cpu, last) = (cpuNow, time)
+        if counts.allSatisfy({ $0 >= Double(total) }) { return }
     }
 }
 
@@ -177,20 +230,24 @@ private func settle(_ agents: [BenchAgent]) async throws -> [[String: (read: Int
     var stableSince = now()
     let deadline = now() + 120
     while true {
-        var idle = true
+        var busy: [String] = []
         counts = []
         for agent in agents {
             let replications = try await agent.status().replications
-            idle = idle && replications.allSatisfy { $0.state == "idle" }
+            busy += replications.filter { $0.state != "idle" }.map {
+                "\(agent.host?.name ?? "") \($0.direction) \($0.with) \($0.state) (read \($0.docsRead), pending \($0.changesPending.map(String.init) ?? "?"), "
+                    + "checkpoint \($0.checkpointedSeq ?? "none"), error \($0.lastError ?? "none"))"
+            }
             counts.append(try await pullCounts(agent))
         }
+        let idle = busy.isEmpty
         let flat = counts.map { $0.mapValues { [$0.read, $0.written] } }
         if !idle || flat != last {
             (last, stableSince) = (flat, now())
         } else if now() - stableSince >= 1 {
             return counts
         }
-        guard now() < deadline else { throw BenchError("the pulls did not settle within 120 s") }
+        guard now() < deadline else { throw BenchError("the pulls did not settle within 120 s; not idle: \(busy.joined(separator: ", "))") }
         try await Task.sleep(for: .milliseconds(100))
     }
 }

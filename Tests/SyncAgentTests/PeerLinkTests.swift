@@ -58,6 +58,6 @@ extension TestListener {
         var logger = Logger(label: "test.link")
         logger.logLevel = ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil ? .debug : .warning
         return PeerLink.Context(catalog: catalog, identity: listener.node.identity, addresses: addresses,
-                                activeTasks: ActiveTasks(), logger: logger)
+                                activeTasks: ActiveTasks(), claims: DatabaseClaims(), logger: logger)
     }
 }

@@ -28,6 +28,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
     /// How the listener serves (its address and limits are read once, at start).
     private let listenerConfiguration: ListenerConfiguration
     private let addresses = AddressBook()
+    /// Shared by every pull into each database, so a revision arriving over several links is fetched once.
+    private let claims = DatabaseClaims()
     private let logger: Logger
     private let started = Date()
     private let state: Locked<State>
@@ -243,7 +245,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         for remote in missing {
             do {
                 let link = try RemoteLink(remote, database: try node.catalog.openOrCreate(remote.database),
-                                          filters: configuration.database(remote.database), logger: logger)
+                                          filters: configuration.database(remote.database),
+                                          claims: claims.claims(on: remote.database), logger: logger)
                 state.withLock { $0.remotes[remote] = link }
                 node.activeTasks.register(link.pull, database: remote.database)
                 node.activeTasks.register(link.push, database: remote.database)
@@ -274,7 +277,7 @@ public final class Agent: Service, AgentStatusSource, Sendable {
             }
         }
         let context = PeerLink.Context(catalog: node.catalog, identity: node.identity, addresses: addresses,
-                                       activeTasks: node.activeTasks, logger: logger,
+                                       activeTasks: node.activeTasks, claims: claims, logger: logger,
                                        connectionChanged: { [weak self] in self?.countPeersOnline() }, peers: node.peers)
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []

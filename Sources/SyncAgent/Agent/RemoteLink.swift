@@ -14,8 +14,9 @@ final class RemoteLink: Sendable {
     private let endpoints: [RemoteEndpoint]
 
     /// The link for `remote`; its credentials are read from its `credentials_file` now.
+    /// `claims`: the pulls into `database` share them.
     init(_ remote: AgentConfiguration.RemoteDatabase, database: Database, filters: AgentConfiguration.SharedDatabase?,
-         logger: Logger) throws {
+         claims: RevisionClaims, logger: Logger) throws {
         var url = try RemoteURL(remote.url)
         if let file = remote.credentialsFile {
             url = try Self.url(remote.url, credentialsFrom: file)
@@ -25,6 +26,7 @@ final class RemoteLink: Sendable {
         let endpoints = [RemoteEndpoint(configuration, logger: logger), RemoteEndpoint(configuration, logger: logger)]
         var pulling = ReplicationConfiguration(source: endpoints[0], target: LocalEndpoint(database))
         pulling.filter = filters?.pullFilter
+        pulling.claims = claims
         var pushing = ReplicationConfiguration(source: LocalEndpoint(database), target: endpoints[1])
         pushing.filter = filters?.pushFilter
         pushing.createTarget = true

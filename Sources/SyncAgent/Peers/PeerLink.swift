@@ -21,6 +21,8 @@ final class PeerLink: Sendable {
         let addresses: AddressBook
         /// Where the pulls are registered for `_active_tasks`, `_scheduler` and the metrics.
         let activeTasks: ActiveTasks
+        /// Shared by the pulls into each database (the agent's other links' pulls too).
+        let claims: DatabaseClaims
         let logger: Logger
         /// Told after the link's connection state changes (the agent counts the peers online).
         var connectionChanged: @Sendable () -> Void = {}

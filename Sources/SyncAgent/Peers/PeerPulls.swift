@@ -143,6 +143,7 @@ final class PeerPulls: Sendable {
                 configuration.continuous = true
                 configuration.filter = filter
                 configuration.retry = ReplicatorTuning.peerRetry
+                configuration.claims = context.claims.claims(on: database)
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task { [report] in
                     var last = ReplicationActivity.stopped

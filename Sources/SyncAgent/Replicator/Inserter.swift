@@ -4,7 +4,8 @@ import Logging
 /// Last stage: writes the fetched revisions to the target as they are
 /// (`new_edits=false`, attachments included). A document the target refuses
 /// is counted and logged; the replication goes on. A batch may come in parts:
-/// its counts are reported, and it completes, with its last part.
+/// its counts are reported, and it completes, with its last part. A part's
+/// claims (``RevisionClaims``) are let go of once it is written.
 struct Inserter: Sendable {
     let target: any Endpoint
     let progress: ReplicationProgress
@@ -34,6 +35,7 @@ struct Inserter: Sendable {
             counts.read += revisions.count
             counts.written += revisions.count - failures.count
             counts.refused += failures.count
+            part.claim?.release()
             guard part.isLastPart else { continue }
             progress.inserted(part, counts)
             counts = ReplicationProgress.InsertedCounts()

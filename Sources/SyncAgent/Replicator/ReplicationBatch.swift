@@ -9,10 +9,14 @@ struct ReplicationBatch: Sendable {
     /// The missing revisions as read from the source (the fetcher's answer), or the part of them
     /// this part of the batch carries.
     var fetched: [FetchedRevision] = []
-    /// Whether this is the batch's last part. The fetcher passes a batch whose revisions
-    /// pass its budget on in parts; only the last completes the batch (its changes are
-    /// counted and the checkpoint may pass them once it is written).
+    /// Whether this is the batch's last part. The finder passes on first the revisions no other
+    /// replication is fetching, and the fetcher a batch whose revisions pass its budget, in
+    /// parts; only the last completes the batch (its changes are counted and the checkpoint
+    /// may pass them once it is written).
     var isLastPart = true
+    /// The revisions this part claimed (``RevisionClaims``), let go of once it is written. The
+    /// fetcher splits a part it reads into smaller ones; the last of them carries the claim.
+    var claim: RevisionClaims.Ticket?
 
     /// How many revisions the batch asks the target about.
     var revisionCount: Int { changes.changes.reduce(0) { $0 + $1.revisions.count } }

@@ -20,6 +20,9 @@ public struct ReplicationConfiguration: Sendable {
     public var retry = RetryPolicy()
     /// How often a remote continuous feed sends a heartbeat.
     public var heartbeat = ReplicatorTuning.heartbeat
+    /// Shared by the replications into one target, so a revision that several find missing
+    /// at once is fetched by one of them; `nil`: this replication claims nothing.
+    public var claims: RevisionClaims?
 
     /// A one-shot, unfiltered replication from `source` to `target`.
     public init(source: any Endpoint, target: any Endpoint) {

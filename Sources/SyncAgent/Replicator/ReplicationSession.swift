@@ -28,6 +28,8 @@ struct ReplicationSession: Sendable {
         progress.sessionStarted(at: since, continuous: configuration.continuous)
         progress.checkpointed(since, targetOnly: readOnlySource)
 
+        let claims = configuration.claims.map { ($0, $0.owner()) }
+        defer { if let (held, owner) = claims { held.releaseAll(of: owner) } }
         let changes = ChangeQueue(capacity: ReplicatorTuning.changeQueueBatches * configuration.batchSize)
         let diffed = AsyncChannel<ReplicationBatch>()
         let fetched = AsyncChannel<ReplicationBatch>()
@@ -45,7 +47,8 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    try await RevisionFinder(target: target, batchSize: configuration.batchSize, progress: progress).run(from: changes, into: diffed)
+                    try await RevisionFinder(target: target, batchSize: configuration.batchSize, progress: progress, claims: claims)
+                        .run(from: changes, into: diffed)
                     return true
                 }
                 group.addTask {

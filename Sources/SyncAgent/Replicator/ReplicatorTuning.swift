@@ -44,6 +44,12 @@ public enum ReplicatorTuning {
     /// Missing documents per parallel request: a batch is split only when it is large.
     static let documentsPerFetch = 50
 
+    /// How long a batch waits for revisions another replication into the same target is
+    /// fetching (``RevisionClaims``) before it fetches them too: long enough for a large
+    /// attachment on a gigabit LAN (1 GiB in about 10 s), shorter than a dead feed's silence
+    /// limit, so a pull stuck on a link that died silently holds the others up less than that.
+    public static let claimWait: Duration = .seconds(10)
+
     /// The bytes of revisions held before a part is passed on to the inserter, so that a pull
     /// holds about this much per parallel fetch however large a batch and its attachments are.
     static let fetchPartBudget = 16 << 20

@@ -141,6 +141,7 @@ struct RevisionFetcher: Sendable {
             var part = batch
             part.fetched = revisions
             part.isLastPart = false
+            part.claim = nil  // the claim goes with the last part read
             revisions = []
             bytes = 0
             await output.send(part)

@@ -3,11 +3,14 @@ import Store
 
 /// Second stage: takes what the reader has queued, up to a batch, whenever it is
 /// ready for more, and asks the target which of the batch's leaf revisions it
-/// lacks (`_revs_diff`), so only those are fetched.
+/// lacks (`_revs_diff`), so only those are fetched. With ``RevisionClaims`` shared
+/// by the replications into the target, it claims them first (see ``claimMissing``).
 struct RevisionFinder: Sendable {
     let target: any Endpoint
     let batchSize: Int
     let progress: ReplicationProgress
+    /// The target's claims, and who this run claims as.
+    var claims: (RevisionClaims, RevisionClaims.Owner)?
 
     func run(from input: ChangeQueue, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
@@ -15,11 +18,60 @@ struct RevisionFinder: Sendable {
             progress.read(changes)
             var batch = ReplicationBatch(changes: changes)
             let question = Self.leaves(of: batch.changes.changes)
-            if !question.isEmpty {
+            if let (claims, owner) = claims, !question.isEmpty {
+                try await claimMissing(question, of: &batch, in: claims, as: owner, into: output)
+            } else if !question.isEmpty {
                 batch.missing = try await target.missingRevisions(question)
             }
             await output.send(batch)
         }
+    }
+
+    /// Asks the target what it lacks of `question` and claims it for `batch`. What another run
+    /// is fetching is left to it: the rest goes on at once as a part that does not complete the
+    /// batch, and the target is asked again about the held revisions once they are let go of;
+    /// if some were written since the question, it is asked again at once. After
+    /// ``RevisionClaims/longestWait`` in all, the batch fetches the held revisions too.
+    private func claimMissing(
+        _ question: [DocumentRevisions], of batch: inout ReplicationBatch, in claims: RevisionClaims,
+        as owner: RevisionClaims.Owner, into output: AsyncChannel<ReplicationBatch>
+    ) async throws {
+        var question = question
+        let deadline = ContinuousClock.now + claims.longestWait
+        while true {
+            let asked = claims.writes
+            let missing = try await target.missingRevisions(question)
+            guard case .claimed(let ticket, let free, let held) = claims.claim(missing, by: owner, asked: asked) else {
+                question = Self.question(missing)
+                continue
+            }
+            if held.isEmpty || ContinuousClock.now >= deadline {
+                batch.missing = free + held
+                batch.claim = ticket
+                return
+            }
+            if !free.isEmpty {
+                var part = batch
+                part.missing = free
+                part.claim = ticket
+                part.isLastPart = false
+                await output.send(part)
+            }
+            let revisions = RevisionClaims.revisions(of: held)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await claims.waitUntilFree(revisions) }
+                group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
+                await group.next()
+                group.cancelAll()
+            }
+            try Task.checkCancellation()
+            question = Self.question(held)
+        }
+    }
+
+    /// `missing` as a question to the target.
+    private static func question(_ missing: [MissingRevisions]) -> [DocumentRevisions] {
+        missing.map { DocumentRevisions(id: $0.id, revisions: $0.missing) }
     }
 
     /// Each document's leaves once, in feed order (a continuous feed may name a document twice in a batch).
