@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Store
+import Locking
 import SyncAgent
 import XCTest
 
@@ -64,6 +65,23 @@ final class HostileRemoteTests: XCTestCase {
         }
         let error = await readFeed(endpoint)
         XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
+    }
+
+    /// A chunk of a continuous feed that ends on a full batch ends with a caught-up batch: before,
+    /// both batches of a four-row chunk (batches of two) went on as not caught up, and a
+    /// replication whose source then fell quiet stayed active for ever.
+    func testAContinuousChunkEndingOnAFullBatchIsCaughtUp() async throws {
+        let rows = (1...4).map { #"{"seq":\#($0),"id":"d\#($0)","changes":[{"rev":"1-a"}]}"# }.joined(separator: "\n") + "\n"
+        let (_, endpoint) = try remote { _, target, _ in
+            target.contains("feed=continuous") ? (200, rows) : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let batches = Locked<[ChangeBatch]>([])
+        _ = try? await endpoint.changes(ChangeFeedRequest(since: .zero, continuous: true, batchSize: 2, filter: nil)) { batch in
+            batches.withLock { $0.append(batch) }
+        }
+        let read = batches.withLock { $0 }.filter { !$0.changes.isEmpty }
+        XCTAssertEqual(read.map(\.changes.count), [2, 2])
+        XCTAssertEqual(read.map(\.caughtUp), [false, true])
     }
 
     /// A continuous feed the server ends without its last_seq is a broken connection (retried

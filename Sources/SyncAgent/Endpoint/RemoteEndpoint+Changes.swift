@@ -103,12 +103,14 @@ extension RemoteEndpoint {
                     if line.count <= ReplicatorTuning.longestCarriedLine {
                         row.firstRevision = Self.firstRevision(of: row, in: json["doc"])
                     }
-                    rows.append(row)
-                    since = row.sequence
+                    // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
+                    // and a replication goes idle after it even when the chunk ends on a full batch.
                     if rows.count >= request.batchSize {
                         try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: false))
                         rows.removeAll(keepingCapacity: true)
                     }
+                    rows.append(row)
+                    since = row.sequence
                 }
                 do { try lines.checkUnfinished() } catch {
                     throw EndpointError.badResponse(
