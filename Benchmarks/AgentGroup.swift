@@ -3,12 +3,13 @@ import JSON
 import SyncAgent
 import TestBed
 
-/// `agent group [--hosts 10] [--docs 1000] [--unplug] [--timeline] [--rounds 1] [--before OLD-SYNCD]`: a group
+/// `agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--rounds 1] [--before OLD-SYNCD]`: a group
 /// grown one pairing at a time (issue 21). Each host after the first joins an invitation of a
 /// random member; introductions must make the rest. Printed, as the issue's goals state them:
 ///
 /// - the last pairing → every host lists every other (and reaches it);
-/// - `--docs` documents written on every host at once → all of them on every host;
+/// - `--docs` documents written on every host at once → all of them on every host (`--body`:
+///   bytes of text in each; over 8 KB they are fetched, not carried in the feeds);
 /// - once converged, each agent's CPU over 10 s (max, median) and RSS (max);
 /// - the documents all pulls wrote and read against the minimum (each document onto each other
 ///   host once), and the most any one link carried in one direction against what exists;
@@ -87,7 +88,7 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         let start = now()
         let started = agents
         let timeline = arguments.contains("--timeline") ? Task { try await printTimeline(started, from: start, until: total) } : nil
-        try await write(docs, on: Array(agents.enumerated()), label: "g")
+        try await write(docs, on: Array(agents.enumerated()), label: "g", body: option("body", in: arguments, default: 0))
         if timeline != nil { print(String(format: "  %6.2f s  written on every host", now() - start)) }
         let converged = try await untilAll(agents, timeout: 600) { _, agent in try await agent.documentCount() == total }
         try await timeline?.value
@@ -167,12 +168,14 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
 }
 
 /// Writes `docs` documents on each of `agents` at once, in `_bulk_docs` of 100.
-private func write(_ docs: Int, on agents: [(offset: Int, element: BenchAgent)], label: String) async throws {
+/// `body`: the bytes of a `text` field in each (over 8 KB: fetched with `_bulk_get`, not carried in the feed).
+private func write(_ docs: Int, on agents: [(offset: Int, element: BenchAgent)], label: String, body: Int = 0) async throws {
+    let padding = body > 0 ? #","text":"\#(String(repeating: "x", count: body))""# : ""
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (index, agent) in agents {
             group.addTask {
                 for start in stride(from: 0, to: docs, by: 100) {
-                    let batch = (start..<min(docs, start + 100)).map { #"{"_id":"\#(label)\#(index)-\#($0)"}"# }.joined(separator: ",")
+                    let batch = (start..<min(docs, start + 100)).map { #"{"_id":"\#(label)\#(index)-\#($0)"\#(padding)}"# }.joined(separator: ",")
                     let answer = try await agent.send(.POST, "/syncd/_bulk_docs", body: #"{"docs":[\#(batch)]}"#)
                     guard answer.status == 201 else { throw BenchError("_bulk_docs answered \(answer.status)") }
                 }

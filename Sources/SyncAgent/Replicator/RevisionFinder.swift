@@ -27,11 +27,13 @@ struct RevisionFinder: Sendable {
         }
     }
 
-    /// Asks the target what it lacks of `question` and claims it for `batch`. What another run
-    /// is fetching is left to it: the rest goes on at once as a part that does not complete the
-    /// batch, and the target is asked again about the held revisions once they are let go of;
-    /// if some were written since the question, it is asked again at once. After
-    /// ``RevisionClaims/longestWait`` in all, the batch fetches the held revisions too.
+    /// Asks the target what it lacks of `question` and claims what must be fetched for `batch`
+    /// (a small new document the feed carried has crossed already: it is written as it came,
+    /// unclaimed, without waiting). What another run is fetching is left to it: the rest goes on
+    /// at once as a part that does not complete the batch, and the target is asked again about
+    /// the held revisions once they are let go of; if some were written since the question, it
+    /// is asked again at once. After ``RevisionClaims/longestWait`` in all, the batch fetches
+    /// the held revisions too.
     private func claimMissing(
         _ question: [DocumentRevisions], of batch: inout ReplicationBatch, in claims: RevisionClaims,
         as owner: RevisionClaims.Owner, into output: AsyncChannel<ReplicationBatch>
@@ -40,11 +42,16 @@ struct RevisionFinder: Sendable {
         let deadline = ContinuousClock.now + claims.longestWait
         while true {
             let asked = claims.writes
-            let missing = try await target.missingRevisions(question)
-            guard case .claimed(let ticket, let free, let held) = claims.claim(missing, by: owner, asked: asked) else {
-                question = Self.question(missing)
+            var probe = batch
+            probe.missing = try await target.missingRevisions(question)
+            let toFetch = RevisionFetcher.carried(probe).toRead
+            let fetched = Set(toFetch.map(\.id))
+            let carried = probe.missing.filter { !fetched.contains($0.id) }
+            guard case .claimed(let ticket, var free, let held) = claims.claim(toFetch, by: owner, asked: asked) else {
+                question = Self.question(probe.missing)
                 continue
             }
+            free += carried
             if held.isEmpty || ContinuousClock.now >= deadline {
                 batch.missing = free + held
                 batch.claim = ticket
