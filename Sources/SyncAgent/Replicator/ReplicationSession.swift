@@ -89,13 +89,15 @@ struct ReplicationSession: Sendable {
     /// Checkpoints every `checkpointInterval` while changes flow, and once the replication
     /// falls idle (at most once a second), so a caught-up replication's checkpoint is current.
     /// A timer and the idle transitions feed one stream (`true`: fell idle), read here alone.
+    /// The timer runs only while the replication is not idle: an idle one has nothing new to
+    /// save, and a continuous pull spends most of its life idle.
     private func checkpointOnCadence(_ checkpointer: Checkpointer) async throws {
         // Any event waiting means "save": one is enough, whatever came before it.
         let (events, sink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         let interval = max(configuration.checkpointInterval, ReplicatorTuning.shortestCheckpointInterval)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                while true {
+                while await untilNotIdle() {
                     try await Task.sleep(for: interval)
                     sink.yield(false)
                 }
@@ -117,6 +119,12 @@ struct ReplicationSession: Sendable {
             }
             try Task.checkCancellation()
         }
+    }
+
+    /// Waits while the replication is idle; false when its updates end (it is over).
+    private func untilNotIdle() async -> Bool {
+        for await status in progress.updates() where status.activity != .idle { return true }
+        return false
     }
 
     private func saveCheckpoint(_ checkpointer: Checkpointer) async throws {
