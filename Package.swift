@@ -36,6 +36,8 @@ let package = Package(
         .systemLibrary(name: "CZBar", path: "Sources/CZBar"),
         .systemLibrary(name: "CStb", path: "Sources/CStb"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // glibc's malloc: malloc_trim for the agent.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
 
         // The lock every module's shared state is guarded by (see Locked.swift), and the
@@ -69,6 +71,7 @@ let package = Package(
         .target(
             name: "SyncAgent",
             dependencies: [
+                "CMalloc",
                 "JSON",
                 "Locking",
                 "Store",

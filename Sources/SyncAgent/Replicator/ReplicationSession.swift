@@ -106,7 +106,10 @@ struct ReplicationSession: Sendable {
                 var wasIdle = false
                 for await status in progress.updates() {
                     let idle = status.activity == .idle
-                    if idle && !wasIdle { sink.yield(true) }
+                    if idle && !wasIdle {
+                        sink.yield(true)
+                        MemoryTrim.shared.request()
+                    }
                     wasIdle = idle
                 }
             }
