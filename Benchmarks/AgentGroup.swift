@@ -3,7 +3,7 @@ import JSON
 import SyncAgent
 import TestBed
 
-/// `agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--rounds 1] [--before OLD-SYNCD]`: a group
+/// `agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--idle 10] [--hold 0] [--rounds 1] [--before OLD-SYNCD] [--syncd PATH]`: a group
 /// grown one pairing at a time (issue 21). Each host after the first joins an invitation of a
 /// random member; introductions must make the rest. Printed, as the issue's goals state them:
 ///
@@ -17,12 +17,16 @@ import TestBed
 ///   from its return until every host holds everything.
 ///
 /// With `--before`, each round runs this build and the older one in turn, the same pairings
-/// for both, and the convergence times' medians are compared at the end.
+/// for both, and the convergence times' medians are compared at the end. `--syncd PATH` runs
+/// that `syncd` as "this build". `--idle` sets the idle window in seconds; per agent it also
+/// prints RSS split into anonymous and file-backed pages, threads, and CPU ticks over the
+/// window. `--hold N` keeps the converged group running N seconds more, its agents' PIDs
+/// printed, to look at with strace or perf.
 func agentGroup(arguments: [String]) async throws {
     let count = option("hosts", in: arguments, default: 10)
     let rounds = option("rounds", in: arguments, default: 1)
     guard (2...26).contains(count) else { throw BenchError("--hosts must be between 2 and 26") }
-    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
+    let builds = comparedBuilds(this: try stringOption("syncd", in: arguments) ?? TestBed.syncdExecutable, arguments: arguments)
     print("agent group: \(count) hosts in network namespaces, each added by one pairing with a random member")
     var converged: [String: [Double]] = [:]
     for round in 1...rounds {
@@ -100,14 +104,23 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         // Idle, once every pull is idle and nothing has moved for a second.
         let settled = try await settle(agents)
         try await Task.sleep(for: .seconds(2))
+        let idleSeconds = option("idle", in: arguments, default: 10)
         let cpuBefore = agents.map { $0.cpuSeconds() }
+        let idleBefore = agents.map { ProcessSample(pid: $0.process.pid) }
         let idleStart = now()
-        try await Task.sleep(for: .seconds(10))
+        try await Task.sleep(for: .seconds(idleSeconds))
         let elapsed = now() - idleStart
         let cpu = zip(agents, cpuBefore).map { ($0.cpuSeconds() - $1) / elapsed * 100 }
         let rss = agents.map { Double($0.residentKilobytes()) / 1024 }
-        figure("idle CPU per agent over 10 s, max (goal <= 0.1)", cpu.max() ?? .nan, "%", decimals: 2)
-        figure("idle CPU per agent over 10 s, median", percentile(cpu, 50), "%", decimals: 2)
+        print("per agent after \(idleSeconds) s idle: RSS = anonymous + file-backed (+ shmem), MB; threads; CPU ticks over the window")
+        for (index, agent) in agents.enumerated() {
+            let sample = ProcessSample(pid: agent.process.pid)
+            let ticks = sample.ticks - idleBefore[index].ticks
+            print("  \(bed.hosts[index].name) pid \(agent.process.pid): RSS \(mb(sample.rss)) = \(mb(sample.rssAnon)) + \(mb(sample.rssFile))"
+                  + " (+ \(mb(sample.rssShmem))), \(sample.threads) threads, \(ticks) ticks")
+        }
+        figure("idle CPU per agent over \(idleSeconds) s, max (goal <= 0.1)", cpu.max() ?? .nan, "%", decimals: 2)
+        figure("idle CPU per agent over \(idleSeconds) s, median", percentile(cpu, 50), "%", decimals: 2)
         figure("RSS per agent, max (goal <= 64)", rss.max() ?? .nan, "MB", decimals: 1)
         figure("RSS per agent, median", percentile(rss, 50), "MB", decimals: 1)
 
@@ -134,6 +147,11 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         figure("most docs one link carried one way (of \(total - docs) new to it)", Double(busiest), "docs")
         figure("links that carried a doc twice one way (goal 0)", Double(overfull.count), "links")
         if !overfull.isEmpty { print("  over: \(overfull.joined(separator: ", "))") }
+        let hold = option("hold", in: arguments, default: 0)
+        if hold > 0 {
+            print("holding the group \(hold) s: pids \(agents.map { String($0.process.pid) }.joined(separator: " "))")
+            try await Task.sleep(for: .seconds(hold))
+        }
 
         guard unplug else { return }
         // One host unplugged for 30 s while the others write, a batch of 10 every 3 s each.
@@ -226,7 +244,7 @@ private func pullCounts(_ agent: BenchAgent) async throws -> [String: (read: Int
     return Dictionary(pulls.map { ($0.with, ($0.docsRead, $0.docsWritten)) }, uniquingKeysWith: { first, _ in first })
 }
 
-/// The pull counts once every pull is idle and none has moved for a second.
+/// The pull counts once every pull is idle and none has moved for a second (or after 120 s, with those not idle printed).
 private func settle(_ agents: [BenchAgent]) async throws -> [[String: (read: Int, written: Int)]] {
     var last: [[String: [Int]]] = []
     var counts: [[String: (read: Int, written: Int)]] = []
@@ -250,7 +268,50 @@ private func settle(_ agents: [BenchAgent]) async throws -> [[String: (read: Int
         } else if now() - stableSince >= 1 {
             return counts
         }
-        guard now() < deadline else { throw BenchError("the pulls did not settle within 120 s; not idle: \(busy.joined(separator: ", "))") }
+        guard now() < deadline else {
+            // Measured anyway, so a stuck replication's cost shows in the idle figures.
+            print("the pulls did not settle within 120 s; not idle: \(busy.joined(separator: ", "))")
+            return counts
+        }
         try await Task.sleep(for: .milliseconds(100))
     }
 }
+
+/// One look at a process in /proc: its memory by kind, its threads, and its CPU so far.
+/// (Per-thread counters such as context switches are not summed: the executor's idle
+/// threads exit, taking theirs along. `perf stat -p` counts them right.)
+private struct ProcessSample {
+    /// Kilobytes resident: all, anonymous, file-backed, shared memory.
+    var rss = 0, rssAnon = 0, rssFile = 0, rssShmem = 0
+    var threads = 0
+    /// User and system clock ticks of all its threads, exited ones included.
+    var ticks = 0
+
+    init(pid: Int32) {
+        let status = Self.fields(of: "/proc/\(pid)/status")
+        rss = status["VmRSS"] ?? 0
+        rssAnon = status["RssAnon"] ?? 0
+        rssFile = status["RssFile"] ?? 0
+        rssShmem = status["RssShmem"] ?? 0
+        threads = status["Threads"] ?? 0
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            ticks = (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+        }
+    }
+
+    /// The leading number of each `Name: value` line.
+    private static func fields(of path: String) -> [String: Int] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
+        var fields: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let value = line[line.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\t" }).first
+            if let value, let number = Int(value) { fields[String(line[..<colon])] = number }
+        }
+        return fields
+    }
+}
+
+/// Kilobytes as megabytes, one decimal.
+private func mb(_ kilobytes: Int) -> String { String(format: "%.1f", Double(kilobytes) / 1024) }

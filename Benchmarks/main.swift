@@ -61,7 +61,8 @@ default:
                                                 a burst on A until all on paired B, beside a one-shot pull of it
                syncd-bench agent soak [--minutes 30] [--rate 50]   three agents writing, editing and deleting
                                                 rate docs/s each: RSS and descriptors every minute, identical at the end
-               syncd-bench agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--rounds 1] [--before OLD-SYNCD]
+               syncd-bench agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--idle 10] [--hold 0]
+                                       [--rounds 1] [--before OLD-SYNCD] [--syncd PATH]
                                                 hosts each added by one pairing with a random member: until all list
                                                 all, docs on each at once until everywhere, idle CPU/RSS, crossings;
                                                 --unplug: one host's link down 30 s while the others write
