@@ -132,20 +132,16 @@ import Testing
     }
 }
 
-/// Two sources and a target whose writes are slow, so that pulls into it overlap.
+/// Two sources (a ``LocalPair``'s) and a target whose writes are slow, so that pulls into it overlap.
 private struct ThreeDatabases {
-    let directory: String
-    let catalog: Catalog
-    let first: Database
-    let second: Database
+    let pair: LocalPair
     let target: Database
+    var first: Database { pair.a }
+    var second: Database { pair.b }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.path + "/syncd-claims-\(UUID().uuidString)"
-        catalog = try Catalog(directory: directory)
-        first = try catalog.create("first")
-        second = try catalog.create("second")
-        target = try catalog.create("target")
+        pair = try LocalPair()
+        target = try pair.catalog.create("target")
     }
 
     func replicate(from source: Database, to target: Database, claims: RevisionClaims? = nil,
@@ -158,10 +154,7 @@ private struct ThreeDatabases {
         return await Replicator(configuration).run()
     }
 
-    func close() {
-        catalog.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    func close() { pair.close() }
 }
 
 /// A target that takes 40 ms for each write, or fails each write.
