@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Store
 @testable import SyncAgent
 import Testing
@@ -64,10 +65,18 @@ import Testing
             Issue.record("claims did not conflict"); return
         }
         let revisions = RevisionClaims.revisions(of: held)
-        let waiting = Task { await claims.waitUntilFree(revisions) }
+        let ended = Locked(false)
+        let waiting = Task {
+            await claims.waitUntilFree(revisions)
+            ended.withLock { $0 = true }
+        }
         try await Task.sleep(for: .milliseconds(50))
+        #expect(!ended.withLock { $0 }, "the wait ended while the revision was held")
         waiting.cancel()
-        await waiting.value
+        // Polled, not awaited: a wait that ignored cancellation fails here instead of hanging the suite.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !ended.withLock({ $0 }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(ended.withLock { $0 }, "the wait did not end on cancellation")
     }
 
     @Test func twoPullsOfTheSameDocumentsIntoOneDatabaseWriteEachRevisionOnce() async throws {
@@ -127,6 +136,8 @@ import Testing
         let pulled = await beds.replicate(from: beds.first, to: beds.target, claims: claims)
         #expect(pulled.lastError == nil)
         #expect(pulled.docsWritten == 50, "the held revision was not fetched after the wait")
+        // The part sent ahead of the wait counts too.
+        #expect(pulled.missingRevisionsFound == 50)
         #expect(ContinuousClock.now - started >= claims.longestWait)
         #expect(claims.heldCount == 1, "only the stuck holder's claim is left")
     }

@@ -6,6 +6,9 @@ struct ReplicationBatch: Sendable {
     var changes: ChangeBatch
     /// What the target lacks (the revision finder's answer).
     var missing: [MissingRevisions] = []
+    /// How many revisions the target lacked when first asked. Each part carries the whole
+    /// batch's figure (a claim may leave a part only some of `missing`); the last counts it.
+    var missingFound = 0
     /// The missing revisions as read from the source (the fetcher's answer), or the part of them
     /// this part of the batch carries.
     var fetched: [FetchedRevision] = []

@@ -84,7 +84,7 @@ final class ReplicationProgress: Sendable {
         let (read, unreadable, written, refused) = (counts.read, counts.unreadable, counts.written, counts.refused)
         update { state in
             state.statistics.missingChecked += batch.revisionCount
-            state.statistics.missingFound += batch.missing.reduce(0) { $0 + $1.missing.count }
+            state.statistics.missingFound += batch.missingFound
             state.statistics.docsRead += read
             state.statistics.docsWritten += written
             state.statistics.docWriteFailures += unreadable + refused
@@ -92,7 +92,7 @@ final class ReplicationProgress: Sendable {
             state.status.docsWritten += written
             state.status.docWriteFailures += unreadable + refused
             state.status.revisionsChecked += batch.revisionCount
-            state.status.missingRevisionsFound += batch.missing.reduce(0) { $0 + $1.missing.count }
+            state.status.missingRevisionsFound += batch.missingFound
             state.status.throughSequence = batch.changes.lastSequence
             state.status.completed += batch.changes.changes.count
             state.status.total = max(state.status.total, state.status.completed)

@@ -22,6 +22,7 @@ struct RevisionFinder: Sendable {
                 try await claimMissing(question, of: &batch, in: claims, as: owner, into: output)
             } else if !question.isEmpty {
                 batch.missing = try await target.missingRevisions(question)
+                batch.missingFound = Self.count(batch.missing)
             }
             await output.send(batch)
         }
@@ -44,6 +45,7 @@ struct RevisionFinder: Sendable {
             let asked = claims.writes
             var probe = batch
             probe.missing = try await target.missingRevisions(question)
+            if batch.missingFound == 0 { batch.missingFound = Self.count(probe.missing) }
             let toFetch = RevisionFetcher.carried(probe).toRead
             let fetched = Set(toFetch.map(\.id))
             let carried = probe.missing.filter { !fetched.contains($0.id) }
@@ -74,6 +76,11 @@ struct RevisionFinder: Sendable {
             try Task.checkCancellation()
             question = Self.question(held)
         }
+    }
+
+    /// How many revisions `missing` names.
+    private static func count(_ missing: [MissingRevisions]) -> Int {
+        missing.reduce(0) { $0 + $1.missing.count }
     }
 
     /// `missing` as a question to the target.
