@@ -39,9 +39,9 @@ func agentGroup(arguments: [String]) async throws {
     }
     guard builds.count > 1 else { return }
     for build in builds {
-        figure("\(build.name): convergence, median of \(rounds) rounds", percentile(converged[build.name] ?? [], 50), "s", decimals: 2)
+        figure("\(build.name): convergence, median of \(rounds) rounds", median(converged[build.name] ?? []), "s", decimals: 2)
     }
-    let ratio = percentile(converged[builds[1].name] ?? [], 50) / percentile(converged[builds[0].name] ?? [], 50)
+    let ratio = median(converged[builds[1].name] ?? []) / median(converged[builds[0].name] ?? [])
     figure("convergence --before / this build (> 1: this build is faster)", ratio, "x", decimals: 2)
 }
 

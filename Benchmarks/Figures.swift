@@ -22,6 +22,15 @@ func percentile(_ samples: [Double], _ p: Double) -> Double {
     return sorted[min(sorted.count - 1, Int((p / 100) * Double(sorted.count - 1) + 0.5))]
 }
 
+/// The median: the middle sample, or the mean of the middle two when the count is even
+/// (`percentile(_, 50)` takes the higher of two).
+func median(_ samples: [Double]) -> Double {
+    guard !samples.isEmpty else { return .nan }
+    let sorted = samples.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
 /// Prints one figure as `name: value unit`, aligned.
 func figure(_ name: String, _ value: Double, _ unit: String, decimals: Int = 0) {
     print(name.padding(toLength: 58, withPad: " ", startingAt: 0) + String(format: "%12.\(decimals)f %@", value, unit))

@@ -33,10 +33,10 @@ func replicationOneShot(arguments: [String]) async throws {
         }
     }
     for build in builds {
-        figure("\(build.name): median of \(rounds) rounds", percentile(rates[build.name] ?? [], 50), "docs/s")
+        figure("\(build.name): median of \(rounds) rounds", median(rates[build.name] ?? []), "docs/s")
     }
     if builds.count == 2 {
-        figure("this build / --before (median rates)", percentile(rates[builds[0].name]!, 50) / percentile(rates[builds[1].name]!, 50), "x", decimals: 2)
+        figure("this build / --before (median rates)", median(rates[builds[0].name]!) / median(rates[builds[1].name]!), "x", decimals: 2)
     }
     reference("Apache CouchDB 3.5 one-shot replication, 100,000 small docs", "about 5,000 docs/s")
 }
