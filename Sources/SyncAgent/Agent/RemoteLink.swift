@@ -32,6 +32,8 @@ final class RemoteLink: Sendable {
         pushing.createTarget = true
         pulling.continuous = true
         pushing.continuous = true
+        pulling.onIdle = MemoryTrim.shared.request
+        pushing.onIdle = MemoryTrim.shared.request
         pull = Replicator(pulling, logger: logger)
         push = Replicator(pushing, logger: logger)
         self.endpoints = endpoints

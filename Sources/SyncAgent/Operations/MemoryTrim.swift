@@ -1,7 +1,8 @@
 import CMalloc
 import Locking
 
-/// Gives the memory malloc holds free back to the kernel once replication falls quiet.
+/// Gives the memory malloc holds free back to the kernel once replication falls quiet
+/// (the agent's replications call ``request()`` as they fall idle: ``ReplicationConfiguration/onIdle``).
 /// After a burst glibc keeps what was freed in its heaps, and only `malloc_trim` returns
 /// free pages in the middle of one: an agent of a ten-host group held half of its anonymous
 /// memory (20 of 45 MB) that way once converged (docs/benchmarks.md, "Leaner agents").

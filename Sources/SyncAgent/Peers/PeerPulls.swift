@@ -144,6 +144,7 @@ final class PeerPulls: Sendable {
                 configuration.filter = filter
                 configuration.retry = ReplicatorTuning.peerRetry
                 configuration.claims = context.claims.claims(on: database)
+                configuration.onIdle = MemoryTrim.shared.request
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task { [report] in
                     var last = ReplicationActivity.stopped

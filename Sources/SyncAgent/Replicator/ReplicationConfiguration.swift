@@ -23,6 +23,9 @@ public struct ReplicationConfiguration: Sendable {
     /// Shared by the replications into one target, so a revision that several find missing
     /// at once is fetched by one of them; `nil`: this replication claims nothing.
     public var claims: RevisionClaims?
+    /// Called each time the replication falls idle (caught up, its last batch written): the
+    /// agent gives memory back then (``MemoryTrim``).
+    public var onIdle: (@Sendable () -> Void)?
 
     /// A one-shot, unfiltered replication from `source` to `target`.
     public init(source: any Endpoint, target: any Endpoint) {

@@ -108,7 +108,7 @@ struct ReplicationSession: Sendable {
                     let idle = status.activity == .idle
                     if idle && !wasIdle {
                         sink.yield(true)
-                        MemoryTrim.shared.request()
+                        configuration.onIdle?()
                     }
                     wasIdle = idle
                 }
