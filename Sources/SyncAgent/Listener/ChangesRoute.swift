@@ -59,21 +59,31 @@ extension CouchResponder {
     /// the connection, and ends normally when the server shuts down gracefully
     /// (the body is handed a stream that finishes then). A client address holds
     /// at most ``ListenerLimits/maximumFeedsPerClient`` of them (429 beyond).
-    func waitingFeed(_ exchange: Exchange, contentType: String,
-                             _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) throws -> Response {
+    /// Watching for the client reads the connection, so it is not reused after the
+    /// answer. An answer whose wait is bounded may keep it instead (`watchesClient`
+    /// false): a client that leaves then holds its slot until the wait ends, and one
+    /// that stays asks again with no new connection (and no new TLS handshake).
+    func waitingFeed(_ exchange: Exchange, contentType: String, watchesClient: Bool = true,
+                     _ body: @escaping @Sendable (inout any ResponseBodyWriter, AsyncStream<Void>) async throws -> Void) throws -> Response {
         guard case .success(let slot) = listener.feeds.acquire(for: exchange.context.clientAddress) else {
             var error = CouchError(.tooManyRequests, "too_many_requests", "Too many change feeds open from this address; retry later.")
             error.headers[.retryAfter] = "1"
             throw error
         }
         let request = exchange.request
-        // The connection is not reused after a feed (see below); say so.
-        return Response(status: .ok, headers: [.contentType: contentType, .connection: "close"], body: ResponseBody { writer in
+        var headers: HTTPFields = [.contentType: contentType]
+        if watchesClient { headers[.connection] = "close" }
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // Held until the feed ends (or the answer is dropped unwritten).
             defer { withExtendedLifetime(slot) {} }
             let (shutdown, stop) = AsyncStream.makeStream(of: Void.self)
             do {
                 try await withGracefulShutdownHandler {
+                    guard watchesClient else {
+                        try await body(&writer, shutdown)
+                        try await writer.finish(nil)
+                        return
+                    }
                     // The connection closes when this returns, so the body ends in here.
                     try await request.body.consumeWithCancellationOnInboundClose { _ in
                         try await body(&writer, shutdown)

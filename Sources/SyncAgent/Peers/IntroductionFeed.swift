@@ -18,8 +18,11 @@ struct IntroductionFeed: Sendable {
     let peers: PeerStore
     let logger: Logger
 
-    /// How long the member may hold a request before answering that nothing changed.
-    static let wait = Duration.seconds(60)
+    /// How long the member may hold a request before answering that nothing changed: less
+    /// than the connection's read timeout, which would cut a request that long silent and
+    /// its connection with it (the member answers at once, then says nothing until its list
+    /// changes). Asked again on the same connection, an idle feed costs no TLS handshake.
+    var wait: Duration { connection.readTimeout * 4 / 5 }
 
     /// Follows until cancelled, or until the member says it will not answer.
     func run() async {
@@ -43,11 +46,12 @@ struct IntroductionFeed: Sendable {
 
     /// One answer; `nil` when the member does not serve introductions (404).
     private func fetch(since tag: String?) async throws -> (tag: String, introductions: [Introduction])? {
-        var url = "https://\(connection.address)/_introductions?timeout=\(Self.wait.components.seconds * 1000)"
+        let wait = wait
+        var url = "https://\(connection.address)/_introductions?timeout=\(Int(wait / .milliseconds(1)))"
         if let tag { url += "&since=\(tag)" }
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
-        let response = try await connection.client.execute(request, deadline: .now() + .seconds(Self.wait.components.seconds + 15))
+        let response = try await connection.client.execute(request, deadline: .now() + TimeAmount(wait + .seconds(15)))
         let body = try await response.body.collect(upTo: 1 << 20)
         switch response.status.code {
         case 200:

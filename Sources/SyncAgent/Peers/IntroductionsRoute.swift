@@ -21,7 +21,8 @@ extension CouchResponder {
         let answer = Self.introductions(for: member.id, in: store)
         guard let since, answer.tag == since else { return Self.json(answer.json) }
         let deadline = ContinuousClock.now + .milliseconds(milliseconds)
-        return try waitingFeed(exchange, contentType: "application/json") { writer, shutdown in
+        // Bounded by `timeout`: the member asks again on the same connection.
+        return try waitingFeed(exchange, contentType: "application/json", watchesClient: false) { writer, shutdown in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await _ in changes where Self.introductions(for: member.id, in: store).tag != since { return }

@@ -14,22 +14,26 @@ final class PeerConnection: Sendable {
     let address: String
     /// The client, shared by the pulls' endpoints.
     let client: HTTPClient
+    /// How long a request may hear nothing before the client gives up on it (and its connection).
+    let readTimeout: Duration
     private let certificate: NIOSSLCertificate
     private let identity: NodeIdentity
     private let peerUUID: String
 
     /// A client for the peer `peerUUID` at `address`, trusting only `certificate` and presenting
     /// `identity`; it connects at the first request.
-    init(address: String, certificate: NIOSSLCertificate, identity: NodeIdentity, peerUUID: String) throws(EndpointError) {
+    init(address: String, certificate: NIOSSLCertificate, identity: NodeIdentity, peerUUID: String,
+         readTimeout: Duration = ReplicatorTuning.peerRequestTimeout) throws(EndpointError) {
         let (client, problem) = RemoteEndpoint.makeClient(
             trust: .certificate(certificate), identity: identity, connectTimeout: ReplicatorTuning.peerConnectTimeout,
-            readTimeout: ReplicatorTuning.peerRequestTimeout, connectionsPerHost: ReplicatorTuning.peerConnections)
+            readTimeout: readTimeout, connectionsPerHost: ReplicatorTuning.peerConnections)
         if let problem {
             _ = client.shutdown()
             throw .unreachable(address, problem)
         }
         self.address = address
         self.client = client
+        self.readTimeout = readTimeout
         self.certificate = certificate
         self.identity = identity
         self.peerUUID = peerUUID

@@ -1,0 +1,39 @@
+import Logging
+import NIOSSL
+@testable import SyncAgent
+import XCTest
+
+/// Following a member's introductions (``IntroductionFeed``) over a real listener.
+final class IntroductionFeedTests: XCTestCase {
+    /// The member answers a long poll's head at once and then says nothing until its list
+    /// changes, so a wait as long as the client's read timeout failed the request and closed
+    /// its connection; the feed then paused, deaf to changes, and reconnected (a TLS handshake a
+    /// minute per pair of members in a quiet group).
+    func testAQuietFeedAsksAgainOnItsOneConnectionAndHearsTheNextChangeAtOnce() async throws {
+        let (a, b, member) = try await pairedListeners(sharing: ["notes"])
+        let forwarder = try CountingForwarder(to: a.port)
+        defer { forwarder.stop() }
+        let connection = try PeerConnection(
+            address: forwarder.address, certificate: try NIOSSLCertificate(bytes: a.listener.node.identity.certificateDER, format: .der),
+            identity: b.listener.node.identity, peerUUID: member.uuid, readTimeout: .seconds(1))
+        let feed = IntroductionFeed(member: member, connection: connection, peers: b.listener.node.peers, logger: Logger(label: "test.introductions"))
+        let following = Task {
+            await feed.run()
+            await connection.shutdown()
+        }
+        defer { following.cancel() }
+
+        // Three read timeouts of quiet.
+        try await Task.sleep(for: .seconds(3))
+        XCTAssertEqual(forwarder.connections, 1, "the feed's requests were cut and it connected again")
+
+        let c = try await startListener { $0.tls = true }
+        _ = try await c.join(try a.invite(["notes"]), name: "c")
+        let heard = ContinuousClock.now
+        try await waitUntil("b hears of c from a", timeout: .seconds(5)) {
+            (try? b.listener.node.peers.all())?.contains { $0.id == c.listener.node.identity.id } ?? false
+        }
+        XCTAssertLessThan(ContinuousClock.now - heard, .seconds(1), "the change waited for a paused feed")
+        XCTAssertEqual(forwarder.connections, 1)
+    }
+}
