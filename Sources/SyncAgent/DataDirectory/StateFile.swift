@@ -56,9 +56,10 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     }
 
     /// Reads the file, lets `change` edit its value and writes it back if it
-    /// changed, all under the file's lock; returns what `change` returns.
+    /// changed, all under the file's lock; returns what `change` returns. A change
+    /// no subscriber acts on (a time noted for the record) need not be `announced`.
     @discardableResult
-    func update<Result>(_ change: (inout Value) throws -> Result) throws -> Result {
+    func update<Result>(announced: Bool = true, _ change: (inout Value) throws -> Result) throws -> Result {
         try DataDirectory.create((path as NSString).deletingLastPathComponent)
         let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else { throw StateFileError.io(path + ".lock", errno) }
@@ -73,7 +74,7 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         let result = try change(&value)
         if value != original {
             try save(value)
-            changes.yield(())
+            if announced { changes.yield(()) }
         }
         return result
     }

@@ -44,6 +44,8 @@ public final class PeerStore: Sendable {
     private let ownUUID: String
     /// The members last computed, and from what.
     private let computed = Locked<(file: File, sharing: Int, members: [PairedPeer])?>(nil)
+    /// Requests noted by ``seen(_:fromHost:)`` and not written yet, and when the file last took them.
+    private let sightings = Locked<(unwritten: [NodeID: Date], written: Date)>(([:], .distantPast))
 
     /// The group of the data directory `directory`, for the node `ownID`/`ownUUID`
     /// (never a member of its own group), sharing what `sharing` says.
@@ -194,23 +196,39 @@ public final class PeerStore: Sendable {
         }
     }
 
-    /// Notes that the peer made a request from `host` now; written at most
-    /// once a minute per peer, so a busy replication does not rewrite the file.
-    /// A new host is recorded with the port of the peer's last address.
+    /// Notes that the peer made a request from `host` now. A new host is written at
+    /// once (the agent follows it), with the port of the peer's last address. The times
+    /// alone are written for every peer together, at most once a ``ReplicatorTuning/peerSeenInterval``,
+    /// and told to nobody: ten busy peers do not rewrite the file, or wake the agent, ten times a minute.
     func seen(_ id: NodeID, fromHost host: String?) {
         guard let peer = peer(id: id) else { return }
         let now = Date()
         let address = host.flatMap { host in peer.lastAddress.map { HostPort.replacingHost(of: $0, with: host) } }
-        let moved = address.map { $0 != peer.lastAddress } ?? false
-        if !moved, let last = peer.lastSeen, now.timeIntervalSince(last) < ReplicatorTuning.peerSeenInterval { return }
-        try? file.update { file in
+        if let address, address != peer.lastAddress {
+            try? file.update { file in Self.note([id: now], moving: (id, address), in: &file) }
+            return
+        }
+        let due: [NodeID: Date]? = sightings.withLock { sightings in
+            sightings.unwritten[id] = now
+            guard now.timeIntervalSince(sightings.written) >= ReplicatorTuning.peerSeenInterval else { return nil }
+            defer { sightings = ([:], now) }
+            return sightings.unwritten
+        }
+        guard let due else { return }
+        try? file.update(announced: false) { file in Self.note(due, moving: nil, in: &file) }
+    }
+
+    /// Writes the times peers were seen into `file`, and one peer's new address.
+    private static func note(_ sightings: [NodeID: Date], moving: (id: NodeID, address: String)?, in file: inout File) {
+        for (id, time) in sightings {
+            let address = moving?.id == id ? moving?.address : nil
             guard let index = file.peers.firstIndex(where: { $0.id == id }) else {
                 // An introduced member: kept beside the introductions, which say where it was first.
-                file.seen[id.description] = Seen(lastSeen: now, address: moved ? address : file.seen[id.description]?.address)
-                return
+                file.seen[id.description] = Seen(lastSeen: time, address: address ?? file.seen[id.description]?.address)
+                continue
             }
-            file.peers[index].lastSeen = now
-            if let address, moved {
+            file.peers[index].lastSeen = time
+            if let address {
                 file.peers[index].addresses.removeAll { $0 == address }
                 file.peers[index].addresses.insert(address, at: 0)
                 file.peers[index].addresses = Array(file.peers[index].addresses.prefix(8))

@@ -163,6 +163,6 @@ public enum ReplicatorTuning {
     /// hold feeds (``ListenerLimits/maximumFeedsPerClient``), and ``connectionsPerHost`` for the pulls' other requests.
     static let peerConnections = ListenerLimits().maximumFeedsPerClient + connectionsPerHost
 
-    /// How often at most (seconds) a peer's `lastSeen` is written, so a busy replication does not rewrite the peers file.
+    /// How often at most (seconds) the peers' `lastSeen` times are written, so busy replications do not rewrite the peers file.
     static let peerSeenInterval: Double = 60
 }
