@@ -3,29 +3,38 @@ import Store
 import SyncAgent
 import TestBed
 
-/// `attachments [--sizes 256,1024]`: for each size in MiB, two `syncd agent`s on loopback
+/// `attachments [--sizes 256,1024] [--rounds 1] [--before OLD-SYNCD]`: for each size in MiB, two `syncd agent`s on loopback
 /// (discovery off, B paired with A by A's invitation). A file of that size is PUT on A as one
 /// attachment, streamed by `curl -T` through A's control socket; the time until B serves the
 /// document with the same digest and length, and the peak RSS of A and B above their idle RSS
 /// (VmRSS sampled every 20 ms, and VmHWM). Then `curl` downloads the same attachment from A's
 /// listener (as B, over mutual TLS), for the ratio of the two rates; last, B's agent stops and
-/// `syncd replicate --peer` pulls the same database one-shot, with its own peak RSS.
+/// `syncd replicate --peer` pulls the same database one-shot, with its own peak RSS. With
+/// `--before`, an older build runs the same transfers in alternating rounds.
 func runAttachmentBenchmark(arguments: [String]) async throws {
     let sizes = (stringOption("sizes", in: arguments) ?? "256,1024").split(separator: ",").compactMap { Int($0) }
     guard !sizes.isEmpty else { throw BenchError("--sizes takes sizes in MiB, such as 256,1024") }
-    for size in sizes { try await attachmentTransfer(mebibytes: size) }
+    let rounds = option("rounds", in: arguments, default: 1)
+    let builds = comparedBuilds(this: try TestBed.syncdExecutable, arguments: arguments)
+    for round in 0..<rounds {
+        for build in round % 2 == 0 ? builds : builds.reversed() {
+            let label = builds.count > 1 || rounds > 1 ? "round \(round + 1), \(build.name): " : ""
+            for size in sizes { try await attachmentTransfer(mebibytes: size, executable: build.executable, label: label) }
+        }
+    }
 }
 
-/// One run of ``runAttachmentBenchmark(arguments:)`` with a `mebibytes` MiB attachment.
-private func attachmentTransfer(mebibytes: Int) async throws {
+/// One run of ``runAttachmentBenchmark(arguments:)`` with a `mebibytes` MiB attachment, with
+/// the `syncd` at `executable`; each figure's name starts with `label`.
+private func attachmentTransfer(mebibytes: Int, executable: String, label: String) async throws {
     let folder = temporaryDirectory("attachments")
     defer { try? FileManager.default.removeItem(atPath: folder) }
     let bytes = mebibytes << 20
     let file = folder + "/video.bin"
     try writeRandomFile(file, mebibytes: mebibytes)
     let configuration = "[listener]\nhost = \"127.0.0.1\"\nport = 0\n[discovery]\nenabled = false\n"
-    let a = try await BenchAgent.start(folder + "/a", on: nil, configuration: configuration)
-    let b = try await BenchAgent.start(folder + "/b", on: nil, configuration: configuration)
+    let a = try await BenchAgent.start(folder + "/a", on: nil, executable: executable, configuration: configuration)
+    let b = try await BenchAgent.start(folder + "/b", on: nil, executable: executable, configuration: configuration)
     var bRunning = true
     defer {
         a.stop()
@@ -36,7 +45,7 @@ private func attachmentTransfer(mebibytes: Int) async throws {
     try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
     try await Task.sleep(for: .seconds(3))
     let idle = (a: memory(of: a.process.pid, "VmRSS"), b: memory(of: b.process.pid, "VmRSS"))
-    print("attachments: one \(mebibytes) MiB attachment PUT on agent A (curl -T, control socket), until on paired agent B (loopback)")
+    print("\(label)attachments: one \(mebibytes) MiB attachment PUT on agent A (curl -T, control socket), until on paired agent B (loopback)")
 
     let sampler = Task { () -> (a: Int, b: Int) in
         var peak = (a: 0, b: 0)
@@ -125,19 +134,19 @@ private func attachmentTransfer(mebibytes: Int) async throws {
 
     let megabytes = Double(bytes) / 1e6
     let replication = onB - putSeconds
-    figure("\(mebibytes) MiB: PUT on A (curl -T, control socket)", putSeconds, "s", decimals: 2)
-    figure("\(mebibytes) MiB: PUT on A -> readable on B, same digest", onB, "s", decimals: 2)
-    figure("\(mebibytes) MiB: A's PUT answered -> readable on B", replication, "s", decimals: 2)
-    figure("\(mebibytes) MiB: replication A -> B", megabytes / replication, "MB/s", decimals: 1)
-    figure("\(mebibytes) MiB: curl GET of the attachment from A's listener", megabytes / curlSeconds, "MB/s", decimals: 1)
-    figure("\(mebibytes) MiB: replication / curl (goal >= 0.5)", curlSeconds / replication, "x", decimals: 2)
-    figure("\(mebibytes) MiB: A idle RSS", Double(idle.a) / 1024, "MB", decimals: 1)
-    figure("\(mebibytes) MiB: A peak RSS above idle by the PUT's answer", Double(putPeakA - idle.a) / 1024, "MB", decimals: 1)
-    figure("\(mebibytes) MiB: A peak RSS above idle (goal <= 64)", Double(peakA - idle.a) / 1024, "MB", decimals: 1)
-    figure("\(mebibytes) MiB: B idle RSS", Double(idle.b) / 1024, "MB", decimals: 1)
-    figure("\(mebibytes) MiB: B peak RSS above idle (goal <= 64)", Double(peakB - idle.b) / 1024, "MB", decimals: 1)
-    figure("\(mebibytes) MiB: syncd replicate one-shot pull", pulled ? pullSeconds : .nan, "s", decimals: 2)
-    figure("\(mebibytes) MiB: syncd replicate peak RSS (VmHWM, whole process)", Double(pullPeak) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: PUT on A (curl -T, control socket)", putSeconds, "s", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: PUT on A -> readable on B, same digest", onB, "s", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: A's PUT answered -> readable on B", replication, "s", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: replication A -> B", megabytes / replication, "MB/s", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: curl GET of the attachment from A's listener", megabytes / curlSeconds, "MB/s", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: replication / curl (goal >= 0.5)", curlSeconds / replication, "x", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: A idle RSS", Double(idle.a) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: A peak RSS above idle by the PUT's answer", Double(putPeakA - idle.a) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: A peak RSS above idle (goal <= 64)", Double(peakA - idle.a) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: B idle RSS", Double(idle.b) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: B peak RSS above idle (goal <= 64)", Double(peakB - idle.b) / 1024, "MB", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: syncd replicate one-shot pull", pulled ? pullSeconds : .nan, "s", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: syncd replicate peak RSS (VmHWM, whole process)", Double(pullPeak) / 1024, "MB", decimals: 1)
 }
 
 /// Writes `mebibytes` MiB of random bytes to `path`, a MiB at a time (each MiB a random
