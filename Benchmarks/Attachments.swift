@@ -8,7 +8,8 @@ import TestBed
 /// attachment, streamed by `curl -T` through A's control socket; the time until B serves the
 /// document with the same digest and length, and the peak RSS of A and B above their idle RSS
 /// (VmRSS sampled every 20 ms, and VmHWM). Then `curl` downloads the same attachment from A's
-/// listener (as B, over mutual TLS), for the ratio of the two rates; last, B's agent stops and
+/// listener (as B, over mutual TLS) to `/dev/null`, and into a file beside B's that it then fsyncs
+/// (as B's copy is made durable), for the ratio of the rates to each; last, B's agent stops and
 /// `syncd replicate --peer` pulls the same database one-shot, with its own peak RSS. With
 /// `--before`, an older build runs the same transfers in alternating rounds.
 func runAttachmentBenchmark(arguments: [String]) async throws {
@@ -97,17 +98,15 @@ private func attachmentTransfer(mebibytes: Int, executable: String, label: Strin
     let peakA = max(sampled.a, memory(of: a.process.pid, "VmHWM"))
     let peakB = max(sampled.b, memory(of: b.process.pid, "VmHWM"))
 
-    // curl downloading the same bytes from A's listener, authenticated as B (its node certificate).
+    // curl downloading the same bytes from A's listener, authenticated as B (its node certificate):
+    // to /dev/null, and into a file beside B's data made durable with fsync, as B's copy is.
     guard let listener = a.process.lines.first(where: { $0.hasPrefix("listening on https://127.0.0.1:") })?
         .dropFirst("listening on ".count) else { throw BenchError("A printed no listener URL: \(a.process.lines)") }
-    let download = try runCommand(["/usr/bin/curl", "-sS", "-k", "--cert", b.directory + "/node-cert.pem",
-                                   "--key", b.directory + "/node-key.pem", "-o", "/dev/null",
-                                   "-w", "%{http_code} %{size_download} %{time_total}\n",
-                                   "\(listener)/syncd/blob/video.bin"], check: false, timeout: .seconds(1800))
-    let fields = download.output.split(whereSeparator: \.isWhitespace)
-    guard download.status == 0, fields.count == 3, fields[0] == "200", Int(fields[1]) == bytes, let curlSeconds = Double(fields[2]) else {
-        throw BenchError("curl's download from A failed: \(download.output) \(download.errorOutput)")
-    }
+    let url = "\(listener)/syncd/blob/video.bin"
+    let curlSeconds = try curlDownload(url, as: b.directory, bytes: bytes, to: "/dev/null")
+    let copy = folder + "/curl-copy.bin"
+    let curlFileSeconds = try curlDownload(url, as: b.directory, bytes: bytes, to: copy)
+    try? FileManager.default.removeItem(atPath: copy)
 
     // The same pull one-shot by `syncd replicate` in B's data directory, B's agent stopped.
     let aID = try await a.status().node.id
@@ -140,6 +139,8 @@ private func attachmentTransfer(mebibytes: Int, executable: String, label: Strin
     figure("\(label)\(mebibytes) MiB: replication A -> B", megabytes / replication, "MB/s", decimals: 1)
     figure("\(label)\(mebibytes) MiB: curl GET of the attachment from A's listener", megabytes / curlSeconds, "MB/s", decimals: 1)
     figure("\(label)\(mebibytes) MiB: replication / curl (goal >= 0.5)", curlSeconds / replication, "x", decimals: 2)
+    figure("\(label)\(mebibytes) MiB: curl GET from A's listener into a file + fsync", megabytes / curlFileSeconds, "MB/s", decimals: 1)
+    figure("\(label)\(mebibytes) MiB: replication / curl into a file + fsync", curlFileSeconds / replication, "x", decimals: 2)
     figure("\(label)\(mebibytes) MiB: A idle RSS", Double(idle.a) / 1024, "MB", decimals: 1)
     figure("\(label)\(mebibytes) MiB: A peak RSS above idle by the PUT's answer", Double(putPeakA - idle.a) / 1024, "MB", decimals: 1)
     figure("\(label)\(mebibytes) MiB: A peak RSS above idle (goal <= 64)", Double(peakA - idle.a) / 1024, "MB", decimals: 1)
@@ -147,6 +148,24 @@ private func attachmentTransfer(mebibytes: Int, executable: String, label: Strin
     figure("\(label)\(mebibytes) MiB: B peak RSS above idle (goal <= 64)", Double(peakB - idle.b) / 1024, "MB", decimals: 1)
     figure("\(label)\(mebibytes) MiB: syncd replicate one-shot pull", pulled ? pullSeconds : .nan, "s", decimals: 2)
     figure("\(label)\(mebibytes) MiB: syncd replicate peak RSS (VmHWM, whole process)", Double(pullPeak) / 1024, "MB", decimals: 1)
+}
+
+/// Seconds for `curl` to download the `bytes` bytes at `url` into `output` (curl's own time),
+/// as the node whose certificate is in `directory`; for a file, with the time to fsync it after.
+private func curlDownload(_ url: String, as directory: String, bytes: Int, to output: String) throws -> Double {
+    let download = try runCommand(["/usr/bin/curl", "-sS", "-k", "--cert", directory + "/node-cert.pem",
+                                   "--key", directory + "/node-key.pem", "-o", output,
+                                   "-w", "%{http_code} %{size_download} %{time_total}\n", url], check: false, timeout: .seconds(1800))
+    let fields = download.output.split(whereSeparator: \.isWhitespace)
+    guard download.status == 0, fields.count == 3, fields[0] == "200", Int(fields[1]) == bytes, let seconds = Double(fields[2]) else {
+        throw BenchError("curl's download from A into \(output) failed: \(download.output) \(download.errorOutput)")
+    }
+    guard output != "/dev/null" else { return seconds }
+    let start = now()
+    let descriptor = open(output, O_RDONLY)
+    defer { close(descriptor) }
+    guard descriptor >= 0, fsync(descriptor) == 0 else { throw BenchError("cannot fsync \(output)") }
+    return seconds + now() - start
 }
 
 /// Writes `mebibytes` MiB of random bytes to `path`, a MiB at a time (each MiB a random
