@@ -54,8 +54,10 @@ default:
                                                 the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench query scans [--docs 300000] [--rounds 2] [--scans CORES] [--before OLD-SYNCD]
                                                 a document read every 10 ms, alone and beside unindexed _find scans
-               syncd-bench attachments [--sizes 256,1024]   an N MiB attachment PUT on agent A until on paired B
-                                                (loopback): seconds, MB/s, peak RSS above idle; curl's GET for scale;
+               syncd-bench attachments [--sizes 256,1024] [--rounds 1] [--before OLD-SYNCD]
+                                                an N MiB attachment PUT on agent A until on paired B
+                                                (loopback): seconds, MB/s, peak RSS above idle; curl's GET to /dev/null
+                                                and into a file + fsync for scale;
                                                 syncd replicate pulling the same
                syncd-bench agent burst [--docs 20000] [--rounds 3] [--before OLD-SYNCD]
                                                 a burst on A until all on paired B, beside a one-shot pull of it

@@ -71,6 +71,34 @@ final class AttachmentTests: DatabaseTestCase {
         }
     }
 
+    func testContentOfManyBatchesIsHashedWholeAndInOrder() async throws {
+        // Odd-sized chunks across several of the writer's batches: all but the first are hashed
+        // on the digests' own threads while the file is written.
+        let content = (0..<(5 * AttachmentWriter.batchSize + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 13) }
+        let chunks = AsyncStream<ArraySlice<UInt8>> { continuation in
+            for start in stride(from: 0, to: content.count, by: 100_003) { continuation.yield(content[start..<min(start + 100_003, content.count)]) }
+            continuation.finish()
+        }
+        let staged = try await database.stageAttachment(chunks, limit: 64 << 20)
+        XCTAssertEqual(staged.length, content.count)
+        XCTAssertEqual(staged.digest, "md5-" + Data(Insecure_md5(content)).base64EncodedString())
+        XCTAssertEqual(staged.key, SHA256.hash(data: content).map { String(format: "%02x", $0) }.joined())
+        XCTAssertEqual(FileManager.default.contents(atPath: database.stagedPath(staged)).map { [UInt8]($0) }, content)
+
+        // Content declared with the digest of other bytes (one bit differs, in the last batch) is refused, and nothing is stored.
+        var altered = content
+        altered[content.count - 10] ^= 1
+        await assertRefused("content_md5_mismatch") {
+            try await self.database.put(.object([
+                "_id": "big", "_attachments": ["blob.bin": ["follows": true, "digest": .string("md5-" + Data(Insecure_md5(altered)).base64EncodedString())]],
+            ]), staged: ["blob.bin": staged])
+        }
+        XCTAssertThrowsError(try database.document(id: "big"))
+        database.discardStaged(staged)
+        try await database.compact()
+        XCTAssertEqual(files(), [], "unreferenced and unpinned, the file goes at compaction")
+    }
+
     func testCompactionDeletesOrphanedFilesOnly() async throws {
         let first = try await database.put(.object(["_id": "a", "_attachments": ["x": ["data": .string(Data([1, 2, 3]).base64EncodedString())]]])).revision
         try await database.put(.object(["_id": "b", "_attachments": ["y": ["data": .string(Data([4, 5, 6]).base64EncodedString())]]]))

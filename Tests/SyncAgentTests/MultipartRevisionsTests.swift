@@ -81,8 +81,9 @@ final class MultipartRevisionsTests: XCTestCase {
     /// the boundary itself starting with `--`, a document without attachments as
     /// `application/json`, one with a gzip-encoded attachment as `multipart/related`
     /// with `X-Doc-Id` and `X-Rev-Id`, and a missing revision naming only its revision.
-    private static func couchDBAnswer(of content: [UInt8] = text, gzip: [UInt8]) -> [UInt8] {
-        let md5 = "md5-" + Data(Insecure.MD5.hash(data: gzip)).base64EncodedString()
+    /// The attachment's declared digest is that of `declared` bytes, by default those sent.
+    private static func couchDBAnswer(of content: [UInt8] = text, gzip: [UInt8], declaring declared: [UInt8]? = nil) -> [UInt8] {
+        let md5 = "md5-" + Data(Insecure.MD5.hash(data: declared ?? gzip)).base64EncodedString()
         let notes: JSON = [
             "_id": "notes", "_rev": "1-00000000000000000000000000000002", "_revisions": ["start": 1, "ids": ["00000000000000000000000000000002"]],
             "title": "notes",
@@ -195,6 +196,38 @@ final class MultipartRevisionsTests: XCTestCase {
         XCTAssertNil(status.lastError, "\(String(describing: status.lastError))")
         XCTAssertTrue(try target.attachmentContent(try target.attachment(documentID: "notes", name: "notes.txt")) == content)
         XCTAssertEqual(try attachmentFiles(of: catalog).staging, [])
+    }
+
+    /// Over one batch, a part is hashed on threads of its own while its file is written; bytes
+    /// that do not match the digest the document declares are still refused, and nothing is kept
+    /// (the staged file goes at the next compaction, as every unreferenced file does).
+    func testAPartWhoseBytesDoNotMatchItsDigestIsRefusedAndNothingKept() async throws {
+        // Random bytes, gzipped by the system's gzip through files (they do not shrink, so no pipe holds them).
+        let directory = try TemporaryDirectory(prefix: "syncd-digest")
+        defer { directory.remove() }
+        let content = [UInt8](try XCTUnwrap(FileHandle(forReadingAtPath: "/dev/urandom")?.readData(ofLength: 3 << 20)))
+        let plain = directory.path + "/content"
+        XCTAssertTrue(FileManager.default.createFile(atPath: plain, contents: Data(content)))
+        let gzipping = try Process.run(URL(fileURLWithPath: "/bin/gzip"), arguments: ["-k", "-1", plain])
+        gzipping.waitUntilExit()
+        let gzip = [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain + ".gz")))
+        XCTAssertGreaterThan(gzip.count, 2 << 20, "the part spans several of the writer's batches")
+        var declared = gzip
+        declared[declared.count - 100] ^= 0x40
+        let answer = Self.couchDBAnswer(of: content, gzip: gzip, declaring: declared)
+        let source = try couchDBSource { .slowly(answer, pieceSize: 64 << 10, contentType: "multipart/mixed; boundary=\"\(Self.boundary)\"") }
+        let (catalog, target) = try localTarget()
+        var configuration = ReplicationConfiguration(source: source, target: LocalEndpoint(target))
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 1)
+        let status = await Replicator(configuration).run()
+        XCTAssertEqual(try target.document(id: "plain").body["n"], 1)
+        XCTAssertThrowsError(try target.document(id: "notes"), "content that does not match its digest is not stored")
+        XCTAssertEqual(status.docWriteFailures, 1)
+        // The refused content is pinned by nothing and referred to by no revision: compaction takes its file.
+        try await target.compact()
+        let files = try attachmentFiles(of: catalog)
+        XCTAssertEqual(files.staging, [])
+        XCTAssertEqual(files.content, [], "the refused content's file is gone")
     }
 
     /// Remote to remote (`syncd replicate URL URL`): parts wait in a spool of the

@@ -1,6 +1,8 @@
-import Crypto
 import Foundation
 import Locking
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Attachment content written to its file and ready to be referenced by a
 /// revision. Identical content is stored once.
@@ -46,7 +48,7 @@ final class AttachmentStore: Sendable {
     /// Writes `bytes` and returns its staged description.
     func stage(_ bytes: some Collection<UInt8>) throws(StoreError) -> StagedAttachment {
         let writer = try AttachmentWriter(store: self)
-        try writer.append(bytes)
+        try writer.write(Array(bytes))
         return try writer.finish()
     }
 
@@ -58,8 +60,9 @@ final class AttachmentStore: Sendable {
         for try await chunk in chunks {
             length += chunk.count
             if length > limit { throw StoreError(.tooLarge, error: "attachment_too_large", reason: "Attachment exceeds \(limit) bytes") }
-            try writer.append(chunk)
+            try await writer.append(chunk)
         }
+        try await writer.writeRest()
         return try writer.finish()
     }
 
@@ -153,14 +156,30 @@ final class AttachmentStore: Sendable {
 
 /// Streams content into a temporary file, hashing as it goes. A writer that
 /// is dropped before ``finish()`` closes and removes its file.
+///
+/// Content is gathered into batches of ``batchSize`` bytes; each batch is
+/// hashed by ``ContentDigests`` beside its write. Every ``writebackInterval``
+/// bytes the kernel is asked to start writing the range to disk, so the fsync
+/// in ``finish()`` finds little left to do, and to drop the range before it
+/// from the page cache: a large attachment passes through the cache instead
+/// of filling it, and its pages are reused for the rest of the content.
 final class AttachmentWriter {
+    /// Bytes hashed and written at a time: enough that handing a batch to
+    /// another thread costs little, little enough that memory stays flat.
+    static let batchSize = 1 << 20
+    /// How many bytes are written between two requests to start writeback.
+    static let writebackInterval = 8 << 20
+
     private let store: AttachmentStore
     private let pin = UUID()
     private let temporaryPath: String
     private var descriptor: Int32
-    private var md5 = Insecure.MD5()
-    private var sha256 = SHA256()
+    private let digests = ContentDigests()
+    private var batch: [UInt8] = []
     private var length = 0
+    /// Where the range whose writeback was last started begins, and where the one before it began.
+    private var writebackStart = 0
+    private var dropStart = 0
 
     init(store: AttachmentStore) throws(StoreError) {
         self.store = store
@@ -177,35 +196,71 @@ final class AttachmentWriter {
         }
     }
 
-    func append(_ bytes: some Collection<UInt8>) throws(StoreError) {
-        let result: Result<Void, StoreError>? = bytes.withContiguousStorageIfAvailable { buffer in
-            let raw = UnsafeRawBufferPointer(buffer)
-            md5.update(bufferPointer: raw)
-            sha256.update(bufferPointer: raw)
-            length += raw.count
+    /// Adds `bytes` to the content, writing each batch as it fills once the one
+    /// before it is hashed.
+    func append(_ bytes: some Collection<UInt8>) async throws(StoreError) {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let room = Self.batchSize - batch.count
+            if batch.isEmpty && length > 0 { batch.reserveCapacity(Self.batchSize) }
+            batch.append(contentsOf: rest.prefix(room))
+            rest = rest.dropFirst(room)
+            if batch.count == Self.batchSize { try await writeBatch() }
+        }
+    }
+
+    /// Writes what is left of the content and waits until all of it is hashed.
+    func writeRest() async throws(StoreError) {
+        if !batch.isEmpty { try await writeBatch() }
+        await digests.hashed()
+    }
+
+    private func writeBatch() async throws(StoreError) {
+        await digests.hashed()
+        let full = batch
+        batch = []
+        try write(full)
+    }
+
+    /// Hashes and writes `bytes` as the next part of the content.
+    func write(_ bytes: [UInt8]) throws(StoreError) {
+        digests.update(bytes)
+        let written = bytes.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
-                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
+                let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if count < 0 {
                     if errno == EINTR { continue }
-                    return .failure(Self.failure("cannot write attachment"))
+                    return false
                 }
-                offset += written
+                offset += count
             }
-            return .success(())
+            return true
         }
-        if let result { try result.get() } else { try append(Array(bytes)) }
+        guard written else { throw Self.failure("cannot write attachment") }
+        length += bytes.count
+        if length - writebackStart >= Self.writebackInterval {
+            // POSIX_FADV_DONTNEED starts the writeback of dirty pages and drops clean
+            // ones: the range just written goes to disk, the one before it (written
+            // back since) leaves the cache.
+            posix_fadvise(descriptor, off_t(dropStart), off_t(length - dropStart), POSIX_FADV_DONTNEED)
+            dropStart = writebackStart
+            writebackStart = length
+        }
     }
 
     /// Makes the content durable, moves the file to its content address
     /// (replacing an identical one) and pins it until the caller's write ends.
     func finish() throws(StoreError) -> StagedAttachment {
+        if !batch.isEmpty {
+            let rest = batch
+            batch = []
+            try write(rest)
+        }
+        let (key, digest) = digests.finalize()
         guard fsync(descriptor) == 0 else { throw Self.failure("cannot write attachment") }
-        let staged = StagedAttachment(
-            key: sha256.finalize().map { String(format: "%02x", $0) }.joined(),
-            digest: "md5-" + Data(md5.finalize()).base64EncodedString(),
-            length: length, pin: pin
-        )
+        if writebackStart > 0 { posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED) }
+        let staged = StagedAttachment(key: key, digest: digest, length: length, pin: pin)
         store.pin(staged)
         guard rename(temporaryPath, store.path(for: staged.key)) == 0 else {
             let error = Self.failure("cannot store attachment")

@@ -43,7 +43,7 @@ final class MultipartRevisionReader<Body: AsyncSequence> where Body.Element == B
             let json = try JSON(parsing: try await readDocument(outer))
             return Answer(documentID: headers["x-doc-id"], json: Self.answer(json))
         }
-        let inner = MultipartReader(boundary: boundary, body: outer.bodyChunks().map { ByteBuffer(bytes: $0) })
+        let inner = MultipartReader(boundary: boundary, body: outer.bodyChunks())
         guard try await inner.nextPart() != nil, case .object(var document) = try JSON(parsing: try await readDocument(inner)) else {
             throw MultipartError.malformed("a multipart/related part without a document")
         }

@@ -17,7 +17,7 @@ import NIOCore
 /// ```
 ///
 /// A reader belongs to one task at a time.
-final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffer {
+final class MultipartReader<Body: AsyncSequence> where Body.Element: MultipartBytes {
     private var source: Body.AsyncIterator
     private var buffer: [UInt8] = []
     private var start = 0
@@ -79,11 +79,14 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
         return headers
     }
 
-    /// The next chunk of the current part's body; `nil` at its end.
+    /// The next chunk of the current part's body, of at least ``chunkSize`` bytes
+    /// unless the part ends first; `nil` at its end.
     func nextChunk() async throws -> ArraySlice<UInt8>? {
         guard state == .body else { return nil }
+        // Bytes after `start` already searched for the delimiter, so each is searched once.
+        var searched = 0
         while true {
-            if let found = firstIndex(of: delimiter, from: start) {
+            if let found = firstIndex(of: delimiter, from: start + searched) {
                 let chunk = buffer[start..<found]
                 start = found + delimiter.count
                 state = .headers
@@ -91,14 +94,18 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
             }
             // Everything but a possible partial delimiter at the end can go out.
             let safeEnd = max(start, buffer.count - (delimiter.count - 1))
-            if safeEnd - start >= 16 << 10 || (sourceEnded && safeEnd > start) {
+            if safeEnd - start >= Self.chunkSize || (sourceEnded && safeEnd > start) {
                 let chunk = buffer[start..<safeEnd]
                 start = safeEnd
                 return chunk
             }
+            searched = safeEnd - start
             guard try await readMore() else { throw MultipartError.malformed("body ended inside a part") }
         }
     }
+
+    /// The least a body chunk holds before it goes out.
+    static var chunkSize: Int { 64 << 10 }
 
     /// The rest of the current part's body, refusing more than `limit` bytes.
     func readBody(limit: Int) async throws -> [UInt8] {
@@ -157,7 +164,7 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
             buffer.removeFirst(start)
             start = 0
         }
-        buffer.append(contentsOf: chunk.readableBytesView)
+        chunk.append(to: &buffer)
         return true
     }
 
@@ -178,7 +185,7 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element == ByteBuffe
 }
 
 /// The body of one part as chunks; see ``MultipartReader/bodyChunks()``.
-struct MultipartBodyChunks<Body: AsyncSequence>: AsyncSequence where Body.Element == ByteBuffer {
+struct MultipartBodyChunks<Body: AsyncSequence>: AsyncSequence where Body.Element: MultipartBytes {
     typealias Element = ArraySlice<UInt8>
     let reader: MultipartReader<Body>
 
@@ -189,6 +196,22 @@ struct MultipartBodyChunks<Body: AsyncSequence>: AsyncSequence where Body.Elemen
         let reader: MultipartReader<Body>
         mutating func next() async throws -> ArraySlice<UInt8>? { try await reader.nextChunk() }
     }
+}
+
+/// Bytes a ``MultipartReader`` reads: NIO's buffers of a request or response
+/// body, or the chunks of an enclosing reader's part (a document's
+/// `multipart/related` inside a `multipart/mixed` answer), taken as they are.
+protocol MultipartBytes {
+    /// Appends these bytes to `buffer`.
+    func append(to buffer: inout [UInt8])
+}
+
+extension ByteBuffer: MultipartBytes {
+    func append(to buffer: inout [UInt8]) { buffer.append(contentsOf: readableBytesView) }
+}
+
+extension ArraySlice: MultipartBytes where Element == UInt8 {
+    func append(to buffer: inout [UInt8]) { buffer.append(contentsOf: self) }
 }
 
 /// Why a multipart body could not be read.

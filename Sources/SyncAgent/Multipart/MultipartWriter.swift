@@ -100,27 +100,37 @@ enum MultipartSegment: Sendable {
     /// The total size of `segments`, for a `Content-Length`.
     static func length(of segments: [MultipartSegment]) -> Int { segments.reduce(0) { $0 + $1.length } }
 
-    /// Writes `segments` to `sink` in order, files in chunks of `chunkSize` bytes.
+    /// Writes `segments` to `sink` in order, files in chunks of `chunkSize` bytes,
+    /// each read straight into the buffer that is sent.
     static func write(_ segments: [MultipartSegment], chunkSize: Int = 64 << 10,
                       to sink: (ByteBuffer) async throws -> Void) async throws {
-        var pending = ByteBuffer()
+        let allocator = ByteBufferAllocator()
+        var pending = allocator.buffer(capacity: chunkSize)
         for segment in segments {
             switch segment {
             case .bytes(let bytes):
                 pending.writeBytes(bytes)
             case .file(let path, let offset, let length):
-                guard let handle = FileHandle(forReadingAtPath: path) else { throw MultipartError.malformed("cannot read \(path)") }
-                defer { try? handle.close() }
-                if offset > 0 { try handle.seek(toOffset: UInt64(offset)) }
-                var remaining = length
-                while remaining > 0 {
-                    let data = try handle.read(upToCount: min(chunkSize, remaining)) ?? Data()
-                    guard !data.isEmpty else { throw MultipartError.malformed("\(path) is shorter than \(length) bytes") }
-                    pending.writeBytes(data)
-                    remaining -= data.count
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { throw MultipartError.malformed("cannot read \(path)") }
+                defer { close(descriptor) }
+                var position = offset
+                let end = offset + length
+                while position < end {
+                    let wanted = min(max(chunkSize - pending.readableBytes, 4096), end - position)
+                    var failed = false
+                    let count = pending.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { free in
+                        let read = pread(descriptor, free.baseAddress!, wanted, off_t(position))
+                        failed = read < 0
+                        return max(read, 0)
+                    }
+                    if failed && errno == EINTR { continue }
+                    guard !failed else { throw MultipartError.malformed("cannot read \(path)") }
+                    guard count > 0 else { throw MultipartError.malformed("\(path) is shorter than \(length) bytes") }
+                    position += count
                     if pending.readableBytes >= chunkSize {
                         try await sink(pending)
-                        pending = ByteBuffer()
+                        pending = allocator.buffer(capacity: chunkSize)
                     }
                 }
             }
