@@ -1,6 +1,7 @@
 import AsyncHTTPClient
+import Foundation
 import Store
-import SyncAgent
+@testable import SyncAgent
 import XCTest
 
 /// Server and database endpoints: welcome, `_up`, `_all_dbs`, `PUT/GET/HEAD/DELETE /{db}`.
@@ -17,6 +18,34 @@ final class ListenerServerTests: XCTestCase {
         let up = try await HTTP.json(.GET, server.url + "/_up")
         XCTAssertEqual(up.status, 200)
         XCTAssertEqual(up.json["status"], "ok")
+    }
+
+    /// Every answer carries `Date` (RFC 9110's IMF-fixdate, the second it was sent) and `Server`.
+    func testAnswersCarryTheDateAndTheServer() async throws {
+        XCTAssertEqual(HTTPDate.text(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertEqual(HTTPDate.text(1_795_000_000), "Wed, 18 Nov 2026 11:06:40 GMT")
+        let server = try await startListener()
+        for path in ["/", "/nosuchdb"] {
+            let before = time(nil)
+            let answer = try await HTTP.request(.GET, server.url + path)
+            let after = time(nil)
+            let sent = try XCTUnwrap(answer.header("Date"))
+            XCTAssertTrue((before...after).map(HTTPDate.text).contains(sent), "\(sent) is not a time between \(before) and \(after)")
+            XCTAssertEqual(answer.header("Server"), "syncd")
+        }
+    }
+
+    /// The listener gives back the memory of a database unasked for its idle time, and not before.
+    func testADatabaseIsReleasedOnceIdleForItsIdleTime() async throws {
+        let server = try await startListener { $0.databaseIdleTime = .seconds(2) }
+        let catalog = server.listener.node.catalog
+        let created = try await HTTP.request(.PUT, server.url + "/notes")
+        XCTAssertEqual(created.status, 201)
+        let asked = ContinuousClock.now
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertNotNil(catalog.nextIdle(after: .zero), "released after 1 s")
+        try await waitUntil("the database is released", timeout: .seconds(10)) { catalog.nextIdle(after: .zero) == nil }
+        XCTAssertLessThan(ContinuousClock.now - asked, .seconds(4), "released late")
     }
 
     func testNodeUUIDSurvivesARestart() async throws {

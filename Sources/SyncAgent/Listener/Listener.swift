@@ -122,10 +122,10 @@ public final class Listener: Sendable {
         }
         let scheme = configuration.tls ? "https" : "http"
         let host = configuration.host
-        return ListenerHousekeeping(listener: self, server: Application(
+        return ListenerHousekeeping(listener: self, server: HTTPService(
             responder: responder,
             server: server,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "syncd"),
+            address: .hostname(host, port: configuration.port),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 let shown = host.contains(":") ? "[\(host)]" : host
@@ -191,10 +191,10 @@ extension Listener {
     public func controlService(path: String) throws -> some Service {
         unlink(path)
         let logger = logger
-        return Application(
+        return HTTPService(
             responder: ListenerResponder(listener: self),
             server: HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.limits.idleTimeout))),
-            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "syncd"),
+            address: .unixDomainSocket(path: path),
             onServerRunning: { _ in
                 if chmod(path, 0o660) != 0 { logger.error("cannot restrict the control socket \(path): errno \(errno)") }
             },
