@@ -142,6 +142,12 @@ public final class Catalog: Sendable {
         return idleDatabases.count
     }
 
+    /// When the next open database will have gone `idle` unasked (be due for
+    /// ``releaseIdle(after:)``); `nil` while every open one is released.
+    public func nextIdle(after idle: Duration) -> ContinuousClock.Instant? {
+        open.withLock { open in open.values.lazy.filter { !$0.released }.map { $0.lastUsed + idle }.min() }
+    }
+
     /// Closes every open database.
     public func close() {
         let databases = open.withLock { open in

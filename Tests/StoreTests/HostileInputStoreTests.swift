@@ -319,8 +319,13 @@ final class IdleDatabaseTests: DatabaseTestCase {
         let before = db.cacheMemory
         XCTAssertGreaterThan(before, 4 << 20, "writing 5 MB fills the writer's cache")
 
+        let asked = ContinuousClock.now
         XCTAssertEqual(catalog.releaseIdle(after: .seconds(3600)), 0, "asked for just now")
+        let due = try XCTUnwrap(catalog.nextIdle(after: .seconds(3600)))
+        XCTAssertLessThanOrEqual(due, asked + .seconds(3600), "due an hour after it was last asked for")
+        XCTAssertGreaterThan(due, asked + .seconds(3599))
         XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
+        XCTAssertNil(catalog.nextIdle(after: .zero), "nothing is due once every open database is released")
         XCTAssertEqual(catalog.releaseIdle(after: .zero), 0, "once per idle spell")
         let after = db.cacheMemory
         XCTAssertLessThan(after, before / 10, "\(before) → \(after) bytes")
@@ -329,6 +334,7 @@ final class IdleDatabaseTests: DatabaseTestCase {
         try await db.put(["_id": "more"])
         XCTAssertEqual(try db.document(id: "d9-999").id, "d9-999")
         _ = try catalog.database("busy")
+        XCTAssertNotNil(catalog.nextIdle(after: .zero), "due again once asked for")
         XCTAssertEqual(catalog.releaseIdle(after: .zero), 1)
     }
 }

@@ -13,9 +13,13 @@ struct ConnectionCutsTests {
         let logger = Logger(label: "test") { _ in RecordingLogHandler(lines: lines) }
         let cuts = ConnectionCuts(logger: logger, now: { clock.withLock { $0 } })
 
-        // The first cut is logged at once; the next within the minute are not.
+        // The first cut is logged at once; the next within the minute are not, and are due a minute on.
+        #expect(cuts.nextReport == nil)
         cuts.cut(.handshakeTimeout)
+        #expect(cuts.nextReport == nil)
+        let first = clock.withLock { $0 }
         for _ in 0..<500 { cuts.cut(.handshakeTimeout) }
+        #expect(cuts.nextReport == first + .seconds(60))
         for _ in 0..<3 { cuts.cut(.strangerDisplaced) }
         clock.withLock { $0 += .seconds(59) }
         cuts.report()
@@ -27,6 +31,7 @@ struct ConnectionCutsTests {
         #expect(lines.withLock { $0 }.last
                 == "closed stalled or surplus connections since the last such line: 500 handshake_timeout, 3 stranger_displaced")
         #expect(lines.withLock { $0.count } == 2)
+        #expect(cuts.nextReport == nil)
 
         // Nothing cut, nothing logged, however long it has been.
         clock.withLock { $0 += .seconds(600) }

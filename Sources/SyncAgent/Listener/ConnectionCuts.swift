@@ -41,6 +41,11 @@ final class ConnectionCuts: Sendable {
         report()
     }
 
+    /// When ``report()`` will next have a line to log; `nil` while no cut waits for one.
+    var nextReport: ContinuousClock.Instant? {
+        state.withLock { state in state.unlogged.isEmpty ? nil : (state.logged ?? now()) + .seconds(60) }
+    }
+
     /// Logs the cuts not logged yet, unless the last such log was less than a minute ago.
     func report() {
         let now = now()

@@ -1,8 +1,9 @@
 import ServiceLifecycle
 
 /// The HTTP server and, beside it, the listener's housekeeping: closing the
-/// connections of a peer as soon as its pairing is revoked, and once a second
-/// giving back the memory of databases gone idle and logging the connections cut.
+/// connections of a peer as soon as its pairing is revoked, giving back the memory
+/// of databases gone idle, and logging the connections cut. It wakes only when a
+/// database falls idle or cut connections wait to be logged, so an idle agent sleeps.
 struct ListenerHousekeeping<Server: Service>: Service {
     let listener: Listener
     let server: Server
@@ -16,10 +17,14 @@ struct ListenerHousekeeping<Server: Service>: Service {
                 for await _ in revocations { listener.closeRevokedConnections() }
             }
             group.addTask {
+                let idle = listener.configuration.databaseIdleTime
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    listener.node.catalog.releaseIdle(after: listener.configuration.databaseIdleTime)
+                    listener.node.catalog.releaseIdle(after: idle)
                     listener.connectionCuts.report()
+                    // A database first asked for while this sleeps falls idle `idle` after, at the earliest.
+                    let now = ContinuousClock.now
+                    let due = [listener.node.catalog.nextIdle(after: idle), listener.connectionCuts.nextReport].compactMap { $0 }
+                    try? await Task.sleep(until: max(now + .seconds(1), min(due.min() ?? now + idle, now + idle)))
                 }
             }
             try await group.next()
