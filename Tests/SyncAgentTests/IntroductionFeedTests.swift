@@ -5,11 +5,12 @@ import XCTest
 
 /// Following a member's introductions (``IntroductionFeed``) over a real listener.
 final class IntroductionFeedTests: XCTestCase {
-    /// The member answers a long poll's head at once and then says nothing until its list
-    /// changes, so a wait as long as the client's read timeout failed the request and closed
-    /// its connection; the feed then paused, deaf to changes, and reconnected (a TLS handshake a
-    /// minute per pair of members in a quiet group).
-    func testAQuietFeedAsksAgainOnItsOneConnectionAndHearsTheNextChangeAtOnce() async throws {
+    /// The member answers a long poll's head at once, so a wait as long as the client's read
+    /// timeout failed the request and closed its connection; the feed then paused, deaf to
+    /// changes, and reconnected (a TLS handshake a minute per pair of members in a quiet group).
+    /// Now the member writes a heartbeat while it holds the request: one request spans many read
+    /// timeouts, and a quiet feed sends nothing at all.
+    func testAQuietFeedHoldsOneRequestOnItsOneConnectionAndHearsTheNextChangeAtOnce() async throws {
         let (a, b, member) = try await pairedListeners(sharing: ["notes"])
         let forwarder = try CountingForwarder(to: a.port)
         defer { forwarder.stop() }
@@ -23,9 +24,13 @@ final class IntroductionFeedTests: XCTestCase {
         }
         defer { following.cancel() }
 
-        // Three read timeouts of quiet.
+        // Three read timeouts of quiet, after the first answer and the held request are sent.
+        try await Task.sleep(for: .milliseconds(500))
+        let sent = forwarder.bytesFromClients
+        XCTAssertGreaterThan(sent, 0)
         try await Task.sleep(for: .seconds(3))
         XCTAssertEqual(forwarder.connections, 1, "the feed's requests were cut and it connected again")
+        XCTAssertEqual(forwarder.bytesFromClients, sent, "a quiet feed asked again")
 
         let c = try await startListener { $0.tls = true }
         _ = try await c.join(try a.invite(["notes"]), name: "c")

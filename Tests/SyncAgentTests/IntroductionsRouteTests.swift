@@ -62,6 +62,30 @@ final class IntroductionsRouteTests: XCTestCase {
         XCTAssertEqual(introduced(toB), ["d": ["notes"]])
     }
 
+    /// With `heartbeat`, a held answer writes a newline while it waits (so a member may hold it
+    /// past its client's read timeout); the list follows the newlines. Without, it waits silent.
+    func testAHeldAnswerWritesHeartbeatsWhileItWaitsWhenAsked() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        _ = try await b.join(try a.invite(["notes"]), name: "b")
+        let asB = try PeerClient(to: a, as: b.listener.node.identity)
+        defer { Task { await asB.shutdown() } }
+        let url = a.anonymousURL + "/_introductions"
+        let first = try await HTTP.request(.GET, url, client: asB.client)
+        let tag = try XCTUnwrap(first.json["tag"]?.stringValue)
+
+        let held = try await HTTP.request(.GET, url + "?since=\(tag)&timeout=1500&heartbeat=200", client: asB.client,
+                                          timeout: .seconds(10))
+        XCTAssertEqual(held.status, 200)
+        let beats = held.body.prefix { $0 == 0x0A }.count
+        XCTAssertTrue((5...8).contains(beats), "\(beats) heartbeats in 1.5 s, one each 200 ms expected: \(held.text)")
+        XCTAssertEqual(held.json["tag"]?.stringValue, tag, held.text)
+
+        let silent = try await HTTP.request(.GET, url + "?since=\(tag)&timeout=500", client: asB.client, timeout: .seconds(10))
+        XCTAssertEqual(silent.body.first, UInt8(ascii: "{"), silent.text)
+        XCTAssertEqual(silent.json["tag"]?.stringValue, tag)
+    }
+
     func testOnlyMembersReadIntroductions() async throws {
         let a = try await startListener(users: ["alice": "alice-pw"]) { $0.tls = true }
         let stranger = try await startListener { $0.tls = true }

@@ -18,24 +18,33 @@ struct IntroductionFeed: Sendable {
     let peers: PeerStore
     let logger: Logger
 
-    /// How long the member may hold a request before answering that nothing changed: less
-    /// than the connection's read timeout, which would cut a request that long silent and
-    /// its connection with it (the member answers at once, then says nothing until its list
-    /// changes). Asked again on the same connection, an idle feed costs no TLS handshake.
-    var wait: Duration { connection.readTimeout * 4 / 5 }
+    /// How long the member may hold a request before answering that nothing changed: five
+    /// minutes, with a heartbeat (a newline) every ``heartbeat`` so the connection's read
+    /// timeout, which cuts a request silent that long, never does. A quiet pair of members
+    /// then costs one request each way per five minutes, on the connection they keep.
+    static let wait: Duration = .seconds(300)
+
+    /// How often the member writes while it holds the request: within the read timeout.
+    var heartbeat: Duration { connection.readTimeout * 4 / 5 }
 
     /// Follows until cancelled, or until the member says it will not answer.
     func run() async {
         var tag: String?
         var failures = 0
+        // Cleared for a member that held a request in silence (an older syncd, which
+        // ignores `heartbeat`): its waits then end within the read timeout.
+        var heartbeats = true
         while !Task.isCancelled {
             do {
-                guard let answer = try await fetch(since: tag) else { return }
+                guard let answer = try await fetch(since: tag, heartbeats: heartbeats) else { return }
                 failures = 0
                 if answer.tag != tag {
                     peers.record(answer.introductions, from: member.id)
                     tag = answer.tag
                 }
+            } catch let error as HTTPClientError where error == .readTimeout && heartbeats {
+                heartbeats = false
+                logger.info("introductions from \(member.name) sent no heartbeat; asking within the read timeout")
             } catch {
                 failures += 1
                 if failures == 1 { logger.info("introductions from \(member.name) unavailable: \(error); trying again") }
@@ -45,9 +54,10 @@ struct IntroductionFeed: Sendable {
     }
 
     /// One answer; `nil` when the member does not serve introductions (404).
-    private func fetch(since tag: String?) async throws -> (tag: String, introductions: [Introduction])? {
-        let wait = wait
+    private func fetch(since tag: String?, heartbeats: Bool) async throws -> (tag: String, introductions: [Introduction])? {
+        let wait = heartbeats ? Self.wait : heartbeat
         var url = "https://\(connection.address)/_introductions?timeout=\(Int(wait / .milliseconds(1)))"
+        if heartbeats { url += "&heartbeat=\(Int(heartbeat / .milliseconds(1)))" }
         if let tag { url += "&since=\(tag)" }
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")

@@ -8,13 +8,14 @@ final class CountingForwarder: Sendable {
     let address: String
     private let listening: Int32
     private let accepted = Locked(0)
+    private let sentByClients = Locked(0)
 
     /// Starts forwarding every connection to `127.0.0.1:port`.
     init(to port: Int) throws {
         let (listening, own) = try Self.listenOnLoopback()
         address = "127.0.0.1:\(own)"
         self.listening = listening
-        Thread.detachNewThread { [accepted] in
+        Thread.detachNewThread { [accepted, sentByClients] in
             defer { _ = Glibc.close(listening) }
             while true {
                 let client = accept(listening, nil, nil)
@@ -31,10 +32,10 @@ final class CountingForwarder: Sendable {
                     continue
                 }
                 let both = DispatchGroup()
-                for (from, to) in [(client, server), (server, client)] {
+                for (from, to, counted) in [(client, server, sentByClients), (server, client, nil)] {
                     both.enter()
                     Thread.detachNewThread {
-                        Self.pump(from, to)
+                        Self.pump(from, to, counting: counted)
                         both.leave()
                     }
                 }
@@ -48,6 +49,9 @@ final class CountingForwarder: Sendable {
 
     /// How many connections were accepted so far.
     var connections: Int { accepted.withLock { $0 } }
+
+    /// How many bytes the clients sent so far, over all connections.
+    var bytesFromClients: Int { sentByClients.withLock { $0 } }
 
     /// Stops accepting connections (those open keep going).
     func stop() {
@@ -79,12 +83,14 @@ final class CountingForwarder: Sendable {
         return address
     }
 
-    /// Copies `from` to `to` until `from` ends or fails, then ends `to`'s sending side.
-    private static func pump(_ from: Int32, _ to: Int32) {
+    /// Copies `from` to `to` until `from` ends or fails, then ends `to`'s sending side;
+    /// what it reads is added to `counted`.
+    private static func pump(_ from: Int32, _ to: Int32, counting counted: Locked<Int>?) {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         loop: while true {
             let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
             guard count > 0 else { break }
+            counted?.withLock { $0 += count }
             var sent = 0
             while sent < count {
                 let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, count - sent) }
