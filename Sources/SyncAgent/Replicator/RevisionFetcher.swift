@@ -40,15 +40,20 @@ struct RevisionFetcher: Sendable {
     /// The missing revisions the changes feed carried whole (``ChangedDocument/firstRevision``),
     /// and the rest, still to be read from the source. A document the batch names more than
     /// once, or that lacks more than the carried revision, is read as a whole.
+    /// Only the missing documents are looked up: in a group most of a feed's changes are
+    /// revisions the target has already, and a batch often lacks none of them.
     static func carried(_ batch: ReplicationBatch) -> (carried: [FetchedRevision], toRead: [MissingRevisions]) {
-        var firstRevisions: [String: ReplicatedRevision?] = [:]
+        guard !batch.missing.isEmpty else { return ([], []) }
+        var named: [String: (times: Int, first: ReplicatedRevision?)] = Dictionary(minimumCapacity: batch.missing.count)
+        for missing in batch.missing { named[missing.id] = (0, nil) }
         for change in batch.changes.changes {
-            firstRevisions[change.id] = firstRevisions[change.id] == nil ? .some(change.firstRevision) : .some(nil)
+            guard let index = named.index(forKey: change.id) else { continue }
+            named.values[index] = (named.values[index].times + 1, change.firstRevision)
         }
         var carried: [FetchedRevision] = []
         var toRead: [MissingRevisions] = []
         for missing in batch.missing {
-            if case let revision?? = firstRevisions[missing.id], missing.missing == [revision.revision] {
+            if case let (times, revision?)? = named[missing.id], times == 1, missing.missing == [revision.revision] {
                 carried.append(.found(revision))
             } else {
                 toRead.append(missing)
