@@ -112,17 +112,21 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         let elapsed = now() - idleStart
         let cpu = zip(agents, cpuBefore).map { ($0.cpuSeconds() - $1) / elapsed * 100 }
         let rss = agents.map { Double($0.residentKilobytes()) / 1024 }
-        print("per agent after \(idleSeconds) s idle: RSS = anonymous + file-backed (+ shmem), MB; threads; CPU ticks over the window")
+        print("per agent after \(idleSeconds) s idle: RSS = anonymous + file-backed (+ shmem), MB; PSS, MB; threads; CPU ticks over the window")
+        var pss: [Double] = []
         for (index, agent) in agents.enumerated() {
             let sample = ProcessSample(pid: agent.process.pid)
             let ticks = sample.ticks - idleBefore[index].ticks
+            pss.append(Double(sample.pss) / 1024)
             print("  \(bed.hosts[index].name) pid \(agent.process.pid): RSS \(mb(sample.rss)) = \(mb(sample.rssAnon)) + \(mb(sample.rssFile))"
-                  + " (+ \(mb(sample.rssShmem))), \(sample.threads) threads, \(ticks) ticks")
+                  + " (+ \(mb(sample.rssShmem))), PSS \(mb(sample.pss)), \(sample.threads) threads, \(ticks) ticks")
         }
         figure("idle CPU per agent over \(idleSeconds) s, max (goal <= 0.1)", cpu.max() ?? .nan, "%", decimals: 2)
         figure("idle CPU per agent over \(idleSeconds) s, median", percentile(cpu, 50), "%", decimals: 2)
         figure("RSS per agent, max (goal <= 64)", rss.max() ?? .nan, "MB", decimals: 1)
         figure("RSS per agent, median", percentile(rss, 50), "MB", decimals: 1)
+        // PSS divides each shared page (the executable's, the Swift runtime's) among the agents mapping it.
+        figure("PSS per agent (shared pages split), median", percentile(pss, 50), "MB", decimals: 1)
 
         // Crossings: each document onto each other host once is the minimum.
         var written = 0
@@ -281,8 +285,8 @@ private func settle(_ agents: [BenchAgent]) async throws -> [[String: (read: Int
 /// (Per-thread counters such as context switches are not summed: the executor's idle
 /// threads exit, taking theirs along. `perf stat -p` counts them right.)
 private struct ProcessSample {
-    /// Kilobytes resident: all, anonymous, file-backed, shared memory.
-    var rss = 0, rssAnon = 0, rssFile = 0, rssShmem = 0
+    /// Kilobytes resident: all, anonymous, file-backed, shared memory; and the proportional share (PSS).
+    var rss = 0, rssAnon = 0, rssFile = 0, rssShmem = 0, pss = 0
     var threads = 0
     /// User and system clock ticks of all its threads, exited ones included.
     var ticks = 0
@@ -294,6 +298,7 @@ private struct ProcessSample {
         rssFile = status["RssFile"] ?? 0
         rssShmem = status["RssShmem"] ?? 0
         threads = status["Threads"] ?? 0
+        pss = Self.fields(of: "/proc/\(pid)/smaps_rollup")["Pss"] ?? 0
         if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             ticks = (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)

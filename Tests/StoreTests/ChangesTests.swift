@@ -1,3 +1,4 @@
+import JSON
 import XCTest
 @testable import Store
 
@@ -109,6 +110,85 @@ final class ChangesTests: DatabaseTestCase {
         let count = try await reader.value
         XCTAssertEqual(count, 1)
         database = try Database.open(path: directory.file("test.sqlite"))
+    }
+
+    /// Feeds at the same place share the page the first read: the second takes the rows as
+    /// they were then, and a document changed since comes again at its new sequence.
+    func testFeedsAtTheSamePlaceShareThePageOneRead() async throws {
+        let first = try await database.put(["_id": "a", "v": 1]).revision
+        var options = ChangesOptions()
+        options.includeDocuments = true
+        options.allLeaves = true
+        var early = database.changeFeed(options).makeAsyncIterator()
+        var late = database.changeFeed(options).makeAsyncIterator()
+        let read = try await early.next()
+        XCTAssertEqual(read?.map(\.revisions), [[first]])
+        let second = try await database.put(["_id": "a", "_rev": .string(first.description), "v": 2]).revision
+
+        let shared = try await late.next()
+        XCTAssertEqual(shared?.map(\.sequence), [1], "the page read before the edit")
+        XCTAssertEqual(shared?.first?.document?.body["v"], 1)
+        let after = try await late.next()
+        XCTAssertEqual(after?.map(\.sequence), [2])
+        XCTAssertEqual(after?.first?.revisions, [second])
+        XCTAssertEqual(after?.first?.document?.body["v"], 2)
+
+        // Other options read for themselves.
+        var winners = database.changeFeed(ChangesOptions()).makeAsyncIterator()
+        let own = try await winners.next()
+        XCTAssertEqual(own?.map(\.sequence), [2])
+    }
+
+    /// A feed that found nothing new leaves nothing to share: two caught-up feeds both get the next commit.
+    func testCaughtUpFeedsBothGetTheNextCommit() async throws {
+        try await database.put(["_id": "a"])
+        var options = ChangesOptions()
+        options.includeDocuments = true
+        let feeds = (0..<2).map { _ in database.changeFeed(options) }
+        let (started, start) = AsyncStream.makeStream(of: Void.self)
+        let readers = feeds.map { feed in
+            Task { () throws -> [String] in
+                var ids: [String] = []
+                for try await changes in feed {
+                    ids += changes.map(\.id)
+                    if ids == ["a"] { start.yield() }
+                    if ids.count == 2 { break }
+                }
+                return ids
+            }
+        }
+        var count = 0
+        for await _ in started {
+            count += 1
+            if count == 2 { break }
+        }
+        try await Task.sleep(for: .milliseconds(50))  // both wait for a commit
+        try await database.put(["_id": "b"])
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(10))
+            for reader in readers { reader.cancel() }
+        }
+        defer { timeout.cancel() }
+        for reader in readers {
+            let ids = try await reader.value
+            XCTAssertEqual(ids, ["a", "b"])
+        }
+    }
+
+    /// A page of large bodies is not kept once read: the next feed reads for itself.
+    func testAPageOfLargeBodiesIsNotShared() async throws {
+        let big = JSON.string(String(repeating: "x", count: SharedFeedPage.largestKept / 2))
+        let first = try await database.put(["_id": "a", "big": big, "v": 1]).revision
+        try await database.put(["_id": "b", "big": big])
+        var options = ChangesOptions()
+        options.includeDocuments = true
+        var early = database.changeFeed(options).makeAsyncIterator()
+        var late = database.changeFeed(options).makeAsyncIterator()
+        _ = try await early.next()
+        try await database.put(["_id": "a", "_rev": .string(first.description), "big": big, "v": 2])
+        let page = try await late.next()
+        XCTAssertEqual(page?.map(\.id), ["b", "a"])
+        XCTAssertEqual(page?.last?.document?.body["v"], 2)
     }
 
     func testLocalDocumentsStayOutOfTheFeed() async throws {

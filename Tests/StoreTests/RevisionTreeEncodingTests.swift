@@ -45,6 +45,27 @@ final class RevisionTreeEncodingTests: XCTestCase {
         }
     }
 
+    /// Decoding revisions alone (what `_revs_diff` asks) gives the same nodes without bodies, and
+    /// the same answers about which revisions are missing; damaged bytes are refused the same way.
+    func testRevisionsAloneDecodeWithoutBodies() throws {
+        var random = RevisionTreeFixture.Random(seed: 2)
+        for _ in 0..<100 {
+            let tree = RevisionTreeFixture.randomTree(size: Int.random(in: 0...60, using: &random), using: &random)
+            let bytes = tree.encoded()
+            let revisions = try bytes.withUnsafeBufferPointer { bytes throws(StoreError) in try RevisionTree(decodingRevisions: bytes) }
+            XCTAssertEqual(revisions.nodes.map(\.revision), tree.nodes.map(\.revision))
+            XCTAssertEqual(revisions.nodes.map(\.parent), tree.nodes.map(\.parent))
+            XCTAssertEqual(revisions.nodes.map(\.deleted), tree.nodes.map(\.deleted))
+            XCTAssertTrue(revisions.nodes.allSatisfy { $0.body == nil })
+            let asked = tree.nodes.prefix(3).map(\.revision) + [rev("99-ff"), rev("1-00")]
+            XCTAssertEqual(revisions.missing(asked).missing, tree.missing(asked).missing)
+            XCTAssertEqual(revisions.missing(asked).possibleAncestors, tree.missing(asked).possibleAncestors)
+            guard bytes.count > 2 else { continue }
+            let cut = Array(bytes.dropLast())
+            XCTAssertThrowsError(try cut.withUnsafeBufferPointer { bytes throws(StoreError) in try RevisionTree(decodingRevisions: bytes) })
+        }
+    }
+
     func testEveryFieldSurvivesTheRoundTrip() throws {
         var tree = RevisionTree()
         let attachments = [

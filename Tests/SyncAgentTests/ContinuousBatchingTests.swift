@@ -129,10 +129,28 @@ final class ContinuousBatchingTests: XCTestCase {
         XCTAssertNil(replicator.status.lastError)
     }
 
+    /// A continuous feed may name a document twice in a batch: the target is asked once per
+    /// document, in feed order, about every leaf either row named.
+    func testEachDocumentIsAskedAboutOnceWithEveryLeafNamed() throws {
+        let (x, y, z) = (RevisionID("1-aa")!, RevisionID("1-bb")!, RevisionID("2-cc")!)
+        let rows = [
+            ChangedDocument(sequence: .zero, id: "a", revisions: [x], deleted: false),
+            ChangedDocument(sequence: .zero, id: "b", revisions: [y], deleted: false),
+            ChangedDocument(sequence: .zero, id: "a", revisions: [z, x], deleted: false),
+        ]
+        XCTAssertEqual(RevisionFinder.leaves(of: rows), [
+            DocumentRevisions(id: "a", revisions: [x, z]), DocumentRevisions(id: "b", revisions: [y]),
+        ])
+        XCTAssertEqual(RevisionFinder.leaves(of: []), [])
+    }
+
     func testAFeedDocumentThatDisagreesWithItsRowIsNotTaken() throws {
         let revision = try XCTUnwrap(RevisionID("1-0123456789abcdef0123456789abcdef"))
         let row = ChangedDocument(sequence: .zero, id: "a", revisions: [revision], deleted: false)
         let good: JSON = ["_id": "a", "_rev": .string(revision.description), "x": 1]
+        var carrying = row
+        carrying.carriedDocument = good
+        XCTAssertEqual(carrying.firstRevision, RemoteEndpoint.firstRevision(of: row, in: good))
         let taken = try XCTUnwrap(RemoteEndpoint.firstRevision(of: row, in: good))
         XCTAssertEqual(taken.json["_revisions"], ["start": 1, "ids": [.string(revision.digest)]])
         XCTAssertEqual(taken.json["x"], 1)

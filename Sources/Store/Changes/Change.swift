@@ -38,6 +38,9 @@ public struct ChangesOptions: Sendable {
     /// fail): such a page belongs on ``ScanThreads``. Any other page reads at most
     /// `limit` rows, quick enough for the caller's thread.
     public var mayScanEverything: Bool { selector != nil || designOnly }
+
+    /// Whether a filter leaves changes out (`_doc_ids`, `_selector`, `_design`).
+    public var isFiltered: Bool { documentIDs != nil || selector != nil || designOnly }
 }
 
 /// A page of the changes feed.
@@ -49,4 +52,6 @@ public struct ChangesPage: Sendable {
     public let lastSequence: UInt64
     /// About how many changes come after `lastSequence`.
     public let pending: Int
+    /// Bytes of the stored rows the changes were read from (their revision trees), when read with them.
+    var rowBytes = 0
 }

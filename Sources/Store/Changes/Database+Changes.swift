@@ -14,6 +14,7 @@ extension Database {
             let lastSequence = try meta.step() ? UInt64(meta.int64(0)) : 0
             let limit = options.limit ?? Int.max
             var changes: [Change] = []
+            var rowBytes = 0
             if limit == 0 { return ChangesPage(changes: [], lastSequence: options.since, pending: Int(lastSequence - min(options.since, lastSequence))) }
 
             let needsTree = options.allLeaves || options.includeDocuments || options.selector != nil
@@ -24,6 +25,7 @@ extension Database {
                     changes.append(Change(sequence: sequence, id: id, deleted: deleted, revisions: [revision], document: nil))
                     return
                 }
+                rowBytes += tree.count
                 let row = DocumentRow(id: id, sequence: sequence, tree: try RevisionTree(decoding: tree))
                 guard let winnerNode = row.tree.winner else { return }
                 let document = (options.includeDocuments || options.selector != nil) ? try row.revision(at: winnerNode) : nil
@@ -71,7 +73,7 @@ extension Database {
             let reachedLimit = changes.count >= limit
             let last = reachedLimit || options.descending ? (changes.last?.sequence ?? options.since) : max(lastSequence, options.since)
             let pending = options.descending ? 0 : Int(lastSequence - min(last, lastSequence))
-            return ChangesPage(changes: changes, lastSequence: last, pending: pending)
+            return ChangesPage(changes: changes, lastSequence: last, pending: pending, rowBytes: rowBytes)
         }
     }
 
@@ -119,7 +121,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 if remaining == 0 || Task.isCancelled { return nil }
                 var page = options
                 page.limit = Swift.min(pageSize, remaining ?? pageSize)
-                let result = try database.changes(page)
+                let result = try database.sharedFeedPage.page(page) { () throws(StoreError) in try database.changes(page) }
                 options.since = result.lastSequence
                 if !result.changes.isEmpty {
                     if let count = remaining { remaining = count - result.changes.count }

@@ -137,18 +137,24 @@ extension Database {
     public func revsDiff(_ request: [(id: String, revisions: [RevisionID])]) throws(StoreError) -> [RevisionsDifference] {
         try read { db in
             var answer: [RevisionsDifference] = []
+            // Trees are decoded where SQLite holds them, without bodies: only revisions are asked about.
+            let select = try db.statement("SELECT tree FROM docs WHERE id = ?")
             for (id, revisions) in request {
-                guard let row = try DocumentRow.load(id: id, from: db) else {
+                select.reset()
+                select.bind(id, at: 1)
+                guard try select.step() else {
                     if !revisions.isEmpty {
                         answer.append(RevisionsDifference(id: id, missing: revisions, possibleAncestors: []))
                     }
                     continue
                 }
-                let (missing, ancestors) = row.tree.missing(revisions)
+                let tree = try select.withBlob(0) { bytes throws(StoreError) in try RevisionTree(decodingRevisions: bytes) }
+                let (missing, ancestors) = tree.missing(revisions)
                 if !missing.isEmpty {
                     answer.append(RevisionsDifference(id: id, missing: missing, possibleAncestors: ancestors))
                 }
             }
+            select.reset()
             return answer
         }
     }

@@ -19,6 +19,7 @@ import Locking
 /// - ``find(_:)`` runs its reads on ``ScanThreads`` itself.
 /// - A ``changeFeed(_:pageSize:)`` reads each page on the consuming task's
 ///   thread: pages of new commits are small, and a hop would add latency.
+///   Feeds at the same place share the page one of them read (``SharedFeedPage``).
 ///
 /// ```swift
 /// let db = try Database.open(path: "/var/lib/syncd/notes.sqlite", name: "notes")
@@ -67,6 +68,8 @@ public final class Database: Sendable {
     public var maximumDocumentSize: Int { options.maximumDocumentSize }
     let writer: Writer
     let readers: Readers
+    /// The last page a change feed read, for the other feeds at the same place.
+    let sharedFeedPage = SharedFeedPage()
     /// The last committed sequence after each commit.
     let notifier: Broadcast<UInt64>
     let attachments: AttachmentStore
@@ -163,6 +166,7 @@ public final class Database: Sendable {
     public func releaseMemory() {
         writer.releaseMemory()
         readers.closeUnused()
+        sharedFeedPage.release()
     }
 
     /// Bytes of page cache held by the writer and the read connections not in use.

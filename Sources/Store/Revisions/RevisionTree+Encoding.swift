@@ -64,18 +64,19 @@ extension RevisionTree {
         return writer.bytes
     }
 
-    /// The nodes encoded in `bytes`, checked to form a valid tree.
-    static func decodeNodes(_ bytes: some Collection<UInt8>) throws(StoreError) -> [Node] {
+    /// The nodes encoded in `bytes`, checked to form a valid tree; without `bodies`, every
+    /// node's body is left out (`nil`), for questions about revisions alone.
+    static func decodeNodes(_ bytes: some Collection<UInt8>, bodies: Bool = true) throws(StoreError) -> [Node] {
         let result = bytes.withContiguousStorageIfAvailable { buffer in
-            Result { () throws(StoreError) in try decodeNodes(buffer: buffer) }
+            Result { () throws(StoreError) in try decodeNodes(buffer: buffer, bodies: bodies) }
         } ?? Array(bytes).withUnsafeBufferPointer { buffer in
-            Result { () throws(StoreError) in try decodeNodes(buffer: buffer) }
+            Result { () throws(StoreError) in try decodeNodes(buffer: buffer, bodies: bodies) }
         }
         return try result.get()
     }
 
     /// Decodes from contiguous bytes.
-    private static func decodeNodes(buffer: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Node] {
+    private static func decodeNodes(buffer: UnsafeBufferPointer<UInt8>, bodies: Bool) throws(StoreError) -> [Node] {
         var reader = ByteReader(buffer: buffer)
         let version = try reader.readByte()
         guard version == encodingVersion else {
@@ -113,7 +114,8 @@ extension RevisionTree {
             var body: [UInt8]?
             if flags & NodeFlags.hasBody != 0 {
                 let length = try reader.readCount()
-                body = Array(try reader.readBytes(length))
+                let bytes = try reader.readBytes(length)
+                if bodies { body = Array(bytes) }
             }
             var attachments: [Attachment] = []
             if flags & NodeFlags.hasAttachments != 0 {

@@ -46,6 +46,12 @@ struct RevisionTree: Sendable, Hashable {
         nodes = try Self.decodeNodes(bytes)
     }
 
+    /// Decodes the revisions of what `encoded()` produced, without their bodies: enough to
+    /// say which revisions the tree holds (``missing(_:)``), not to read or rewrite them.
+    init(decodingRevisions bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+        nodes = try Self.decodeNodes(bytes, bodies: false)
+    }
+
     /// Whether the tree holds no revision at all.
     var isEmpty: Bool { nodes.isEmpty }
 

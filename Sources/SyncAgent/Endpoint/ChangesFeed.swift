@@ -68,19 +68,22 @@ public struct ChangedDocument: Sendable, Hashable {
     public var revisions: [RevisionID]
     /// Whether the winning revision is a tombstone.
     public var deleted: Bool
-    /// The document's only revision, whole, when the feed carried it (`include_docs`) and it
-    /// needs nothing more: a first revision without attachments has no history or
-    /// attachment to fetch, so the fetcher passes it on without asking the source again.
-    public var firstRevision: ReplicatedRevision?
+    /// The document as the feed carried it (`include_docs`), when its line was short enough to keep.
+    public var carriedDocument: JSON?
+
+    /// The document's only revision, whole, when the feed carried it and it needs nothing
+    /// more: a first revision without attachments has no history or attachment to fetch,
+    /// so the fetcher passes it on without asking the source again. Made only when asked:
+    /// most changes a member's feed lists are revisions the target has already.
+    public var firstRevision: ReplicatedRevision? { RemoteEndpoint.firstRevision(of: self, in: carriedDocument) }
 
     /// A change.
-    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool,
-                firstRevision: ReplicatedRevision? = nil) {
+    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool, carriedDocument: JSON? = nil) {
         self.sequence = sequence
         self.id = id
         self.revisions = revisions
         self.deleted = deleted
-        self.firstRevision = firstRevision
+        self.carriedDocument = carriedDocument
     }
 }
 

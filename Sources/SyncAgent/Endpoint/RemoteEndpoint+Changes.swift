@@ -101,7 +101,7 @@ extension RemoteEndpoint {
                     }
                     var row = try changedDocument(json)
                     if line.count <= ReplicatorTuning.longestCarriedLine {
-                        row.firstRevision = Self.firstRevision(of: row, in: json["doc"])
+                        row.carriedDocument = json["doc"]
                     }
                     // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
                     // and a replication goes idle after it even when the chunk ends on a full batch.

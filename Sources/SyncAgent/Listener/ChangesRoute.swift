@@ -155,18 +155,21 @@ extension CouchResponder {
         var lastSequence = request.options.since
         var count = 0
         var idle = ContinuousClock.now
-        var output: [UInt8] = []
         loop: for try await event in Self.events(db, request, shutdown: shutdown) {
             switch event {
             case .changes(let changes):
-                output.removeAll(keepingCapacity: true)
-                for change in changes {
-                    if eventSource { output += Array("data: ".utf8) }
-                    ChangeRow.write(change, conflicts: request.conflicts, to: &output)
-                    output += eventSource ? Array("\nid: \(change.sequence)\n\n".utf8) : [0x0A]
-                    lastSequence = change.sequence
+                let rows = listener.feedRows.rows(of: changes, in: db, options: request.options, conflicts: request.conflicts,
+                                                       eventSource: eventSource) { changes in
+                    var output: [UInt8] = []
+                    for change in changes {
+                        if eventSource { output += Array("data: ".utf8) }
+                        ChangeRow.write(change, conflicts: request.conflicts, to: &output)
+                        output += eventSource ? Array("\nid: \(change.sequence)\n\n".utf8) : [0x0A]
+                    }
+                    return output
                 }
-                try await writer.write(ByteBuffer(bytes: output))
+                if let last = changes.last { lastSequence = last.sequence }
+                try await writer.write(ByteBuffer(bytes: rows))
                 count += changes.count
                 idle = .now
                 if let limit = request.options.limit, count >= limit { break loop }

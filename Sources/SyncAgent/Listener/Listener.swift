@@ -66,6 +66,8 @@ public final class Listener: Sendable {
     let agent: (any AgentStatusSource)?
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
+    /// The rows of the continuous feeds' latest pages, written once for every feed sending them.
+    let feedRows = FeedRows()
     /// The open connections of clients other than paired peers that sent a request, in all and per client address.
     let connectionSlots: ConnectionPool
     /// The connections that have not sent a request yet.

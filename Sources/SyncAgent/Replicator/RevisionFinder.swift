@@ -90,14 +90,22 @@ struct RevisionFinder: Sendable {
 
     /// Each document's leaves once, in feed order (a continuous feed may name a document twice in a batch).
     static func leaves(of changes: [ChangedDocument]) -> [DocumentRevisions] {
-        var order: [String] = []
-        var revisions: [String: [RevisionID]] = [:]
+        var leaves: [DocumentRevisions] = []
+        leaves.reserveCapacity(changes.count)
+        var position: [String: Int] = Dictionary(minimumCapacity: changes.count)
         for change in changes {
-            if revisions[change.id] == nil { order.append(change.id) }
-            for revision in change.revisions where !(revisions[change.id]?.contains(revision) ?? false) {
-                revisions[change.id, default: []].append(revision)
+            let index: Int
+            if let known = position[change.id] {
+                index = known
+            } else {
+                index = leaves.count
+                position[change.id] = index
+                leaves.append(DocumentRevisions(id: change.id, revisions: []))
+            }
+            for revision in change.revisions where !leaves[index].revisions.contains(revision) {
+                leaves[index].revisions.append(revision)
             }
         }
-        return order.map { DocumentRevisions(id: $0, revisions: revisions[$0] ?? []) }
+        return leaves
     }
 }
