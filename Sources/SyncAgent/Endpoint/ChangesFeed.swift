@@ -68,7 +68,8 @@ public struct ChangedDocument: Sendable, Hashable {
     public var revisions: [RevisionID]
     /// Whether the winning revision is a tombstone.
     public var deleted: Bool
-    /// The document as the feed carried it (`include_docs`), when its line was short enough to keep.
+    /// The document as the feed carried it (`include_docs`), kept when the row names one first revision
+    /// and its line was short enough.
     public var carriedDocument: JSON?
 
     /// The document's only revision, whole, when the feed carried it and it needs nothing

@@ -100,7 +100,9 @@ extension RemoteEndpoint {
                         continue
                     }
                     var row = try changedDocument(json)
-                    if line.count <= ReplicatorTuning.longestCarriedLine {
+                    // Kept only for what may be a first revision: a queue of edits holds no bodies.
+                    if line.count <= ReplicatorTuning.longestCarriedLine, !row.deleted, row.revisions.count == 1,
+                       row.revisions[0].generation == 1 {
                         row.carriedDocument = json["doc"]
                     }
                     // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
