@@ -78,6 +78,9 @@ public struct ChangedDocument: Sendable, Hashable {
     /// most changes a member's feed lists are revisions the target has already.
     public var firstRevision: ReplicatedRevision? { RemoteEndpoint.firstRevision(of: self, in: carriedDocument) }
 
+    /// Whether the row names one revision, a first one, not deleted: one a carried document may hold whole.
+    var onlyRevisionIsFirst: Bool { !deleted && revisions.count == 1 && revisions[0].generation == 1 }
+
     /// A change.
     public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool, carriedDocument: JSON? = nil) {
         self.sequence = sequence

@@ -101,8 +101,7 @@ extension RemoteEndpoint {
                     }
                     var row = try changedDocument(json)
                     // Kept only for what may be a first revision: a queue of edits holds no bodies.
-                    if line.count <= ReplicatorTuning.longestCarriedLine, !row.deleted, row.revisions.count == 1,
-                       row.revisions[0].generation == 1 {
+                    if line.count <= ReplicatorTuning.longestCarriedLine, row.onlyRevisionIsFirst {
                         row.carriedDocument = json["doc"]
                     }
                     // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
@@ -162,8 +161,7 @@ extension RemoteEndpoint {
     /// (whose content a feed never carries), and the very revision the row names. Anything
     /// else, or a `doc` that does not agree with its row, is fetched the usual way.
     static func firstRevision(of row: ChangedDocument, in doc: JSON?) -> ReplicatedRevision? {
-        guard !row.deleted, row.revisions.count == 1, let revision = row.revisions.first, revision.generation == 1,
-              case .object(var body)? = doc, body["_id"]?.stringValue == row.id,
+        guard row.onlyRevisionIsFirst, let revision = row.revisions.first, case .object(var body)? = doc, body["_id"]?.stringValue == row.id,
               body["_rev"]?.stringValue == revision.description,
               body["_attachments"] == nil, body["_deleted"] == nil, body["_revisions"] == nil
         else { return nil }
