@@ -42,8 +42,8 @@ extension JSON {
 
 /// A recursive-descent parser over a byte buffer.
 struct JSONParser {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var index = 0
     private var depth = 0
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
@@ -51,16 +51,62 @@ struct JSONParser {
     mutating func parseDocument() throws(JSONSyntaxError) -> JSON {
         skipWhitespace()
         let value = try parseValue()
-        skipWhitespace()
-        guard index == bytes.count else { throw error("unexpected data after the JSON value") }
+        try finish()
         return value
     }
 
-    private func error(_ message: String) -> JSONSyntaxError {
+    /// After the value: only whitespace may follow.
+    mutating func finish() throws(JSONSyntaxError) {
+        skipWhitespace()
+        guard index == bytes.count else { throw error("unexpected data after the JSON value") }
+    }
+
+    /// The byte at the reading position, if any.
+    var next: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    /// Moves past the `{` or `[` at the reading position, one level deeper.
+    mutating func open() throws(JSONSyntaxError) {
+        try enter()
+        index += 1
+        skipWhitespace()
+    }
+
+    /// Moves past the closing `}` or `]` at the reading position, if it is there, one level up.
+    mutating func close(_ closing: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == closing else { return false }
+        index += 1
+        depth -= 1
+        return true
+    }
+
+    /// After an array's element: moves past a `,` (false: more follow) or the closing `]` (true).
+    mutating func endElement() throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: ","): index += 1; skipWhitespace(); return false
+        case UInt8(ascii: "]"): index += 1; depth -= 1; return true
+        default: throw error("expected ',' or ']'")
+        }
+    }
+
+    /// A member's name and its `:`, leaving the reading position at its value.
+    mutating func memberName() throws(JSONSyntaxError) -> String {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+        let key = try parseString()
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+        index += 1
+        skipWhitespace()
+        return key
+    }
+
+    func error(_ message: String) -> JSONSyntaxError {
         JSONSyntaxError(message: message, offset: index)
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -69,7 +115,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSON {
+    mutating func parseValue() throws(JSONSyntaxError) -> JSON {
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -83,7 +129,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func expect(_ literal: StaticString) throws(JSONSyntaxError) {
+    mutating func expect(_ literal: StaticString) throws(JSONSyntaxError) {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw error("unexpected end of input") }
         let expected = UnsafeBufferPointer(start: literal.utf8Start, count: count)
@@ -93,7 +139,7 @@ struct JSONParser {
         index += count
     }
 
-    private mutating func enter() throws(JSONSyntaxError) {
+    mutating func enter() throws(JSONSyntaxError) {
         depth += 1
         guard depth <= JSON.maximumDepth else { throw error("nesting too deep") }
     }
@@ -112,12 +158,7 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-            let key = try parseString()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
-            index += 1
-            skipWhitespace()
+            let key = try memberName()
             let value = try parseValue()
             if members.count == 16, positions == nil {
                 positions = Dictionary(members.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { $1 })
@@ -134,18 +175,79 @@ struct JSONParser {
             } else {
                 members.append((key, value))
             }
+            guard try endMember() else { continue }
+            return .object(JSON.Object(uniqueMembers: members))
+        }
+    }
+
+    /// After an object's member: moves past a `,` (false: more follow) or the closing `}` (true, one level up).
+    mutating func endMember() throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: ","): index += 1; return false
+        case UInt8(ascii: "}"): index += 1; depth -= 1; return true
+        default: throw error("expected ',' or '}'")
+        }
+    }
+
+    /// Moves past one value, checking its structure without building it. Escapes and UTF-8
+    /// are left to whoever parses the text.
+    mutating func skipValue() throws(JSONSyntaxError) {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        let opening = bytes[index]
+        guard opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[") else {
+            if opening == UInt8(ascii: "\"") { try skipString() } else { _ = try parseValue() }
+            return
+        }
+        let isObject = opening == UInt8(ascii: "{")
+        let closing = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        try enter()
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == closing {
+            index += 1
+            depth -= 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            if isObject {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                try skipString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                index += 1
+                skipWhitespace()
+            }
+            try skipValue()
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
+            } else if bytes[index] == closing {
                 index += 1
                 depth -= 1
-                return .object(JSON.Object(uniqueMembers: members))
+                return
             } else {
-                throw error("expected ',' or '}'")
+                throw error(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
             }
         }
+    }
+
+    /// Moves past a string: its closing quote is the first not escaped by a backslash.
+    private mutating func skipString() throws(JSONSyntaxError) {
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return
+            }
+            if byte < 0x20 { throw error("control character in string") }
+            index += byte == UInt8(ascii: "\\") ? 2 : 1
+        }
+        throw error("unterminated string")
     }
 
     private mutating func parseArray() throws(JSONSyntaxError) -> JSON {
@@ -175,7 +277,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseString() throws(JSONSyntaxError) -> String {
+    mutating func parseString() throws(JSONSyntaxError) -> String {
         index += 1
         let start = index
         // Fast path: no escapes. ASCII needs no validation (most of what replication reads).

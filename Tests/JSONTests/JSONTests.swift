@@ -74,4 +74,64 @@ extension JSONTests {
         XCTAssertEqual(value["k5"], "again")
         XCTAssertEqual(value.objectValue?.keys.prefix(3), ["k0", "k1", "k2"])
     }
+
+    func testAReaderBuildsWhatItIsAskedForAndTakesTheRestAsTextOrSkipsIt() throws {
+        let doc = #"{"_id":"a","n":[1,{"doc":"}"}],"s":"q\"]\\","e":{}}"#
+        let line = #" {"seq":3,"doc": "# + doc + #" ,"id":"a","deleted":true,"changes":[{"rev":"1-a"},{"x":[]},7],"n":"x"} "#
+        var (id, text, seq, deleted, revisions) = (String?.none, [UInt8]?.none, JSON?.none, Bool?.none, [String?]())
+        let isObject = try JSONReader.read(ArraySlice(line.utf8)) { row in
+            try row.members { name, value in
+                switch name {
+                case "id": id = try value.string()
+                case "doc": text = try value.text()
+                case "seq": seq = try value.value()
+                case "deleted": deleted = try value.bool()
+                case "changes":
+                    _ = try value.elements { change in
+                        var rev: String?
+                        _ = try change.members { name, value in if name == "rev" { rev = try value.string() } }
+                        revisions.append(rev)
+                    }
+                default: break  // skipped
+                }
+            }
+        }
+        XCTAssertTrue(isObject)
+        XCTAssertEqual(id, "a")
+        XCTAssertEqual(seq, 3)
+        XCTAssertEqual(deleted, true)
+        XCTAssertEqual(revisions, ["1-a", nil, nil])
+        XCTAssertEqual(text.map { String(decoding: $0, as: UTF8.self) }, doc)
+        XCTAssertEqual(try JSON(parsing: try XCTUnwrap(text)), try JSON(parsing: doc))
+
+        // A value of another kind is skipped and answered with nil or false.
+        let kinds = try JSONReader.read(ArraySlice(#"[{"a":1}, "s", 2, [3]]"#.utf8)) { array in
+            var answers: [String] = []
+            _ = try array.elements { element in
+                answers.append("\(try element.string() ?? "-")")
+            }
+            return answers
+        }
+        XCTAssertEqual(kinds, ["-", "s", "-", "-"])
+        XCTAssertEqual(try JSONReader.read(ArraySlice("1".utf8)) { try $0.members { _, _ in XCTFail("not an object") } }, false)
+        XCTAssertEqual(try JSONReader.read(ArraySlice("1".utf8)) { try $0.bool() }, nil)
+        // Escapes and UTF-8 in text are left to whoever parses it.
+        let loose = try JSONReader.read(ArraySlice(#"{"a":"\x"}"#.utf8)) { try $0.text() }
+        XCTAssertThrowsError(try JSON(parsing: loose))
+    }
+
+    func testAReaderChecksTheStructureOfWhatItSkips() throws {
+        let deep = String(repeating: "[", count: JSON.maximumDepth) + String(repeating: "]", count: JSON.maximumDepth)
+        for text in [#"{"doc":{"a":1}"#, #"{"doc":{"a" 1}}"#, #"{"doc":[1,}"#, #"{"doc":"a}"#, "{\"doc\":\"\u{01}\"}",
+                     #"{"doc":{"a":tru}}"#, #"{"doc":{"a":1]}"#, #"{"doc":[1}"#, #"{"doc":}"#, "{\"doc\":\(deep)}",
+                     #"{"doc":{} "id":1}"#, #"{"doc":{}} x"#, "", "{"] {
+            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { try $0.members { _, _ in } }, "accepted \(text)")
+            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { try $0.members { _, value in _ = try value.text() } },
+                                 "accepted \(text) as text")
+            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { _ in }, "skipped \(text)")
+        }
+        let deepest = "{\"doc\":" + String(deep.dropFirst().dropLast()) + "}"
+        XCTAssertNoThrow(try JSONReader.read(ArraySlice(deepest.utf8)) { try $0.members { _, _ in } })
+        XCTAssertNoThrow(try JSONReader.read(ArraySlice(deepest.utf8)) { _ in })
+    }
 }

@@ -28,6 +28,20 @@ import Testing
         #expect(parsed(viaAnyStringType: text) == nil)
     }
 
+    @Test func revisionsOrderByGenerationThenByTheDigestsBytes() throws {
+        func rev(_ text: String) throws -> RevisionID { try #require(RevisionID(text)) }
+        let long = String(repeating: "f", count: 40)
+        let ordered = try ["1-B", "1-a", "1-ab", "1-b", "1-" + long, "1-" + long + "0", "2-a", "10-a"].map(rev)
+        for (index, revision) in ordered.enumerated() {
+            #expect(!(revision < revision))
+            for later in ordered[(index + 1)...] {
+                #expect(revision < later, "\(revision) < \(later)")
+                #expect(!(later < revision), "\(later) < \(revision)")
+            }
+        }
+        #expect(ordered.shuffled().sorted() == ordered)
+    }
+
     /// Goes through the generic initializer, which the other calls do not reach.
     private func parsed(viaAnyStringType text: some StringProtocol) -> RevisionID? {
         RevisionID(text)

@@ -150,6 +150,9 @@ final class RevisionTreeTests: XCTestCase {
         let result = tree.missing([rev("3-c"), rev("1-a"), rev("2-x"), rev("3-c"), rev("2-b")])
         XCTAssertEqual(result.missing, [rev("3-c"), rev("2-x")])
         XCTAssertEqual(result.possibleAncestors, [rev("2-b")])
+        // A long question (its repeats are found by hashing) answers the same way.
+        let long = (3...12).map { rev("\($0)-c") }
+        XCTAssertEqual(tree.missing(long + [rev("1-a")] + long.reversed()).missing, long)
     }
 
     func testNothingMissingHasNoPossibleAncestors() {

@@ -149,8 +149,10 @@ final class ContinuousBatchingTests: XCTestCase {
         let row = ChangedDocument(sequence: .zero, id: "a", revisions: [revision], deleted: false)
         let good: JSON = ["_id": "a", "_rev": .string(revision.description), "x": 1]
         var carrying = row
-        carrying.carriedDocument = good
+        carrying.carriedDocument = good.serializedBytes()
         XCTAssertEqual(carrying.firstRevision, RemoteEndpoint.firstRevision(of: row, in: good))
+        carrying.carriedDocument = Array(#"{"_id":"a","_rev":"\#(revision)","x":"\x"}"#.utf8)
+        XCTAssertNil(carrying.firstRevision, "a carried text that is not JSON")
         let taken = try XCTUnwrap(RemoteEndpoint.firstRevision(of: row, in: good))
         XCTAssertEqual(taken.json["_revisions"], ["start": 1, "ids": [.string(revision.digest)]])
         XCTAssertEqual(taken.json["x"], 1)

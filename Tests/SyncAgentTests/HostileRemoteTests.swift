@@ -50,6 +50,63 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual((error as? EndpointError)?.error, "bad_response", "\(String(describing: error))")
     }
 
+    /// Every row of both feeds is read by one reader: a malformed one stops the replication with its reason.
+    func testMalformedRowsAreRefusedWithTheirReasonInBothFeeds() async throws {
+        let cases = [
+            (#"{"seq":1,"changes":[{"rev":"1-a"}]}"#, "lacks seq, id or changes"),
+            (#"{"seq":1,"id":"a"}"#, "lacks seq, id or changes"),
+            (#"{"id":"a","changes":[{"rev":"1-a"}]}"#, "lacks seq, id or changes"),
+            (#"{"seq":1,"id":"a","changes":{"rev":"1-a"}}"#, "lacks seq, id or changes"),
+            (#"{"seq":1,"id":7,"changes":[{"rev":"1-a"}]}"#, "lacks seq, id or changes"),
+            (#"[1]"#, "lacks seq, id or changes"),
+            (#"{"seq":1,"id":"a","changes":[{"rev":"x"}]}"#, "invalid rev"),
+            (#"{"seq":1,"id":"a","changes":[{"rev":"1-a"},{}]}"#, "invalid rev"),
+            (#"{"seq":1,"id":"_local/a","changes":[{"rev":"1-a"}]}"#, "local document _local/a"),
+            (#"{"seq":1,"id":"a","changes":[{"rev":"1-a"}]"#, "not JSON"),
+        ]
+        for (row, reason) in cases {
+            let (_, endpoint) = try remote { _, target, _ in
+                target.contains("feed=continuous") ? (200, row + "\n") : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+            }
+            let error = await readFeed(endpoint, continuous: true) as? EndpointError
+            XCTAssertEqual(error?.error, "bad_response", row)
+            XCTAssertTrue(error?.reason.contains(reason) == true, "\(row): \(String(describing: error))")
+
+            let (_, page) = try remote { _, _, _ in (200, #"{"results":["# + row + #"],"last_seq":1,"pending":0}"#) }
+            let pageError = await readFeed(page) as? EndpointError
+            XCTAssertEqual(pageError?.error, "bad_response", row)
+            XCTAssertTrue(pageError?.reason.contains(reason == "not JSON" ? "without JSON" : reason) == true,
+                          "\(row): \(String(describing: pageError))")
+        }
+    }
+
+    /// Rows are read as CouchDB writes them: members in any order, ones syncd does not use, a
+    /// sequence of any kind; a carried `doc` is kept for a first revision only.
+    func testRowsAreReadWhateverTheirMembersOrder() async throws {
+        let first = "1-0123456789abcdef0123456789abcdef"
+        let lines = [
+            #"{"changes":[{"rev":"2-b"},{"rev":"1-a"}],"deleted":true,"extra":{"x":[1,"]"]},"id":"a","seq":"2-x"}"#,
+            #"{"seq":3,"id":"b","doc":{"_id":"b","_rev":"\#(first)","x":[1]},"changes":[{"rev":"\#(first)"}]}"#,
+            #"{"seq":4,"id":"c","doc":{"_id":"c","_rev":"2-c"},"changes":[{"rev":"2-c"}],"deleted":"yes"}"#,
+            #"{"last_seq":4}"#,
+        ]
+        let (_, endpoint) = try remote { _, target, _ in
+            target.contains("feed=continuous") ? (200, lines.joined(separator: "\n") + "\n") : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let rows = Locked<[ChangedDocument]>([])
+        _ = try? await endpoint.changes(ChangeFeedRequest(since: .zero, continuous: true, batchSize: 10, filter: nil)) { batch in
+            let count = rows.withLock { $0 += batch.changes; return $0.count }
+            if count >= 3 { throw CancellationError() }
+        }
+        let read = rows.withLock { $0 }
+        XCTAssertEqual(read.map(\.id), ["a", "b", "c"])
+        XCTAssertEqual(read.first?.sequence, ChangeSequence(.string("2-x")))
+        XCTAssertEqual(read.first?.revisions, [RevisionID("2-b")!, RevisionID("1-a")!])
+        XCTAssertEqual(read.map(\.deleted), [true, false, false])
+        XCTAssertEqual(read.map { $0.carriedDocument != nil }, [false, true, false])
+        XCTAssertEqual(read.dropFirst().first?.firstRevision?.json["x"], [1])
+    }
+
     func testAContinuousLineWithoutEndIsRefused() async throws {
         let (_, endpoint) = try remote { _, target, _ in
             if target.contains("feed=continuous") { return (200, "{\"seq\":1,\"id\":\"" + String(repeating: "x", count: 17 << 20)) }

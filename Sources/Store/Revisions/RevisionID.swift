@@ -57,6 +57,10 @@ public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     public static func < (lhs: RevisionID, rhs: RevisionID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
-        return lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)
+        // Byte order; compared in place where both strings hold their UTF-8 contiguously (nearly always).
+        let inPlace = lhs.digest.utf8.withContiguousStorageIfAvailable { left in
+            rhs.digest.utf8.withContiguousStorageIfAvailable { right in left.lexicographicallyPrecedes(right) }
+        }
+        return (inPlace ?? nil) ?? lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)
     }
 }

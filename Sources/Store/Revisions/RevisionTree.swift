@@ -421,8 +421,14 @@ struct RevisionTree: Sendable, Hashable {
     /// of what it sends (CouchDB's `possible_ancestors`, best first).
     func missing(_ revisions: [RevisionID]) -> (missing: [RevisionID], possibleAncestors: [RevisionID]) {
         var missing: [RevisionID] = []
-        var seen = Set<RevisionID>()
-        for revision in revisions where index(of: revision) == nil && seen.insert(revision).inserted {
+        // Repeats are found by hashing only in long questions: most name one or two revisions.
+        var seen: Set<RevisionID>? = revisions.count > 8 ? [] : nil
+        for revision in revisions where index(of: revision) == nil {
+            if seen != nil {
+                guard seen!.insert(revision).inserted else { continue }
+            } else if missing.contains(revision) {
+                continue
+            }
             missing.append(revision)
         }
         guard let highest = missing.lazy.map(\.generation).max() else { return ([], []) }

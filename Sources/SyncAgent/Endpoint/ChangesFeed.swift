@@ -68,21 +68,25 @@ public struct ChangedDocument: Sendable, Hashable {
     public var revisions: [RevisionID]
     /// Whether the winning revision is a tombstone.
     public var deleted: Bool
-    /// The document as the feed carried it (`include_docs`), kept when the row names one first revision
-    /// and its line was short enough.
-    public var carriedDocument: JSON?
+    /// The JSON text of the document as the feed carried it (`include_docs`), kept when the row
+    /// names one first revision and its line was short enough. Parsed only if the target lacks it.
+    public var carriedDocument: [UInt8]?
 
     /// The document's only revision, whole, when the feed carried it and it needs nothing
     /// more: a first revision without attachments has no history or attachment to fetch,
     /// so the fetcher passes it on without asking the source again. Made only when asked:
-    /// most changes a member's feed lists are revisions the target has already.
-    public var firstRevision: ReplicatedRevision? { RemoteEndpoint.firstRevision(of: self, in: carriedDocument) }
+    /// most changes a member's feed lists are revisions the target has already. A carried
+    /// text that is not JSON is no revision: the source is asked the usual way.
+    public var firstRevision: ReplicatedRevision? {
+        guard let carriedDocument, let doc = try? JSON(parsing: carriedDocument) else { return nil }
+        return RemoteEndpoint.firstRevision(of: self, in: doc)
+    }
 
     /// Whether the row names one revision, a first one, not deleted: one a carried document may hold whole.
     var onlyRevisionIsFirst: Bool { !deleted && revisions.count == 1 && revisions[0].generation == 1 }
 
     /// A change.
-    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool, carriedDocument: JSON? = nil) {
+    public init(sequence: ChangeSequence, id: String, revisions: [RevisionID], deleted: Bool, carriedDocument: [UInt8]? = nil) {
         self.sequence = sequence
         self.id = id
         self.revisions = revisions

@@ -14,13 +14,10 @@ extension RemoteEndpoint {
             try Task.checkCancellation()
             var query = [("style", "all_docs"), ("feed", "normal"), ("since", since.description), ("limit", String(limit))]
             let (method, body) = filterParameters(request.filter, into: &query)
-            let answer = try await requestJSON(method, databasePath + "/_changes", query: query, body: body)
-            guard case .array(let results)? = answer["results"] else {
-                throw EndpointError.badResponse(displayName, "_changes answered without results")
-            }
-            let rows = try results.map(changedDocument)
-            let last = answer["last_seq"].map(ChangeSequence.init) ?? rows.last?.sequence ?? since
-            let pending = answer["pending"]?.countValue
+            let page = try await changesPage(method, query: query, body: body)
+            let rows = page.rows
+            let last = page.lastSequence ?? rows.last?.sequence ?? since
+            let pending = page.pending
             let caughtUp = rows.count < limit || pending == 0
             if !caughtUp, last == since {
                 throw EndpointError.badResponse(displayName, "_changes sent a full page but stayed at since=\(since)")
@@ -90,19 +87,20 @@ extension RemoteEndpoint {
                 watch.answered()
                 var ended = false
                 for line in lines.lines(in: chunk.readableBytesView) {
-                    let json: JSON
-                    do { json = try JSON(parsing: line) } catch {
+                    let read: FeedLine
+                    do {
+                        read = try JSONReader.read(line) { reader throws in
+                            try feedLine(&reader, keepingDocument: line.count <= ReplicatorTuning.longestCarriedLine)
+                        }
+                    } catch let error as EndpointError {
+                        throw error
+                    } catch {
                         throw EndpointError.badResponse(displayName, "continuous _changes sent a line that is not JSON: \(error)")
                     }
-                    if let last = json["last_seq"] {
-                        since = ChangeSequence(last)
+                    guard case .change(let row) = read else {
+                        if case .end(let last) = read { since = last }
                         ended = true
                         continue
-                    }
-                    var row = try changedDocument(json)
-                    // Kept only for what may be a first revision: a queue of edits holds no bodies.
-                    if line.count <= ReplicatorTuning.longestCarriedLine, row.onlyRevisionIsFirst {
-                        row.carriedDocument = json["doc"]
                     }
                     // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
                     // and a replication goes idle after it even when the chunk ends on a full batch.
@@ -169,22 +167,94 @@ extension RemoteEndpoint {
         return ReplicatedRevision(id: row.id, revision: revision, json: .object(body))
     }
 
-    /// One `results` entry of a changes feed. Local documents are never in a feed:
-    /// one listed there is refused, not replicated.
-    private func changedDocument(_ json: JSON) throws(EndpointError) -> ChangedDocument {
-        guard let id = json["id"]?.stringValue, let sequence = json["seq"], case .array(let changes)? = json["changes"] else {
-            throw .badResponse(displayName, "a _changes row lacks seq, id or changes")
-        }
-        guard !id.hasPrefix("_local/") else { throw .badResponse(displayName, "_changes listed the local document \(id)") }
-        var revisions: [RevisionID] = []
-        revisions.reserveCapacity(changes.count)
-        for change in changes {
-            guard let text = change["rev"]?.stringValue, let revision = RevisionID(text) else {
-                throw .badResponse(displayName, "a _changes row has an invalid rev")
+    /// One page of the normal feed: its rows, `last_seq` and `pending`.
+    private func changesPage(
+        _ method: HTTPMethod, query: [(String, String)], body: [UInt8]?
+    ) async throws(EndpointError) -> (rows: [ChangedDocument], lastSequence: ChangeSequence?, pending: Int?) {
+        let path = databasePath + "/_changes"
+        let (status, _, bytes) = try await request(method, path, query: query, body: body)
+        guard status < 400 else { throw error(status: status, body: try? JSON(parsing: bytes.readableBytesView)) }
+        var rows: [ChangedDocument]?
+        var last: ChangeSequence?
+        var pending: Int?
+        do {
+            _ = try JSONReader.read(Array(bytes.readableBytesView)[...]) { answer in
+                try answer.members { name, value in
+                    switch name {
+                    case "results":
+                        var read: [ChangedDocument] = []
+                        guard try value.elements({ row in
+                            guard case .change(let change) = try feedLine(&row, keepingDocument: false) else {
+                                throw EndpointError.badResponse(displayName, "a _changes row lacks seq, id or changes")
+                            }
+                            read.append(change)
+                        }) else { return }
+                        rows = read
+                    case "last_seq": last = ChangeSequence(try value.value())
+                    case "pending": pending = try value.value().countValue
+                    default: break
+                    }
+                }
             }
-            revisions.append(revision)
+        } catch let error as EndpointError {
+            throw error
+        } catch {
+            throw .badResponse(displayName, "\(method) \(path) answered \(status) without JSON")
         }
-        return ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: json["deleted"]?.boolValue ?? false)
+        guard let rows else { throw .badResponse(displayName, "_changes answered without results") }
+        return (rows, last, pending)
+    }
+
+    /// What one line of a continuous feed, or one `results` entry, holds.
+    private enum FeedLine {
+        /// A change.
+        case change(ChangedDocument)
+        /// The end of a continuous feed: its `last_seq`.
+        case end(ChangeSequence)
+    }
+
+    /// Reads one `results` entry of a changes feed, or a continuous feed's last line, building
+    /// only what a replication uses: a row's `doc` stays text, kept when `keepingDocument`
+    /// and the row names one first revision (a queue of edits holds no bodies), and parsed
+    /// only if the target lacks the revision. Local documents are never in a feed: one listed
+    /// there is refused, not replicated.
+    private func feedLine(_ reader: inout JSONReader, keepingDocument: Bool) throws -> FeedLine {
+        var sequence: JSON?
+        var id: String?
+        var revisions: [RevisionID]?
+        var deleted = false
+        var doc: [UInt8]?
+        var last: JSON?
+        var badRevision = false
+        let isObject = try reader.members { name, value in
+            switch name {
+            case "seq": sequence = try value.value()
+            case "id": id = try value.string()
+            case "deleted": deleted = try value.bool() ?? false
+            case "doc" where keepingDocument: doc = try value.text()
+            case "last_seq": last = try value.value()
+            case "changes":
+                var read: [RevisionID] = []
+                let isArray = try value.elements { change in
+                    var revision: RevisionID?
+                    _ = try change.members { name, value in
+                        if name == "rev" { revision = try value.string().flatMap(RevisionID.init) }
+                    }
+                    if let revision { read.append(revision) } else { badRevision = true }
+                }
+                revisions = isArray ? read : nil
+            default: break
+            }
+        }
+        if let last { return .end(ChangeSequence(last)) }
+        guard isObject, let id, let sequence, let revisions else {
+            throw EndpointError.badResponse(displayName, "a _changes row lacks seq, id or changes")
+        }
+        guard !id.hasPrefix("_local/") else { throw EndpointError.badResponse(displayName, "_changes listed the local document \(id)") }
+        guard !badRevision else { throw EndpointError.badResponse(displayName, "a _changes row has an invalid rev") }
+        var row = ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: deleted)
+        if row.onlyRevisionIsFirst { row.carriedDocument = doc }
+        return .change(row)
     }
 }
 

@@ -45,7 +45,7 @@ final class ChangeQueue: Sendable {
                     state.rows.removeFirst(state.head)
                     state.head = 0
                 }
-                state.rows += batch.changes
+                if state.rows.isEmpty { state.rows = batch.changes } else { state.rows += batch.changes }
                 state.lastSequence = batch.lastSequence
                 state.pending = batch.pending
                 state.caughtUp = batch.caughtUp
@@ -82,15 +82,18 @@ final class ChangeQueue: Sendable {
             let (batch, done, reader) = state.withLock { state -> (ChangeBatch?, Bool, CheckedContinuation<Void, Never>?) in
                 guard state.hasNews, let lastSequence = state.lastSequence else { return (nil, state.finished, nil) }
                 let taken = min(limit, state.count)
-                let rows = Array(state.rows[state.head..<(state.head + taken)])
-                state.head += taken
                 let batch: ChangeBatch
-                if state.count == 0 {
+                if taken == state.count {
+                    // Everything goes: the rows move out whole, none is copied.
+                    state.rows.removeFirst(state.head)
+                    let rows = state.rows
+                    state.rows = []
                     batch = ChangeBatch(changes: rows, lastSequence: lastSequence, pending: state.pending, caughtUp: state.caughtUp)
-                    state.rows.removeAll(keepingCapacity: true)
                     state.head = 0
                     state.hasNews = false
                 } else {
+                    let rows = Array(state.rows[state.head..<(state.head + taken)])
+                    state.head += taken
                     batch = ChangeBatch(changes: rows, lastSequence: rows[rows.count - 1].sequence,
                                         pending: state.pending.map { $0 + state.count }, caughtUp: false)
                 }

@@ -44,6 +44,11 @@ struct RevisionFetcher: Sendable {
     /// revisions the target has already, and a batch often lacks none of them.
     static func carried(_ batch: ReplicationBatch) -> (carried: [FetchedRevision], toRead: [MissingRevisions]) {
         guard !batch.missing.isEmpty else { return ([], []) }
+        if let made = batch.carried {
+            var ids = Set<String>()
+            for case .found(let revision) in made { ids.insert(revision.id) }
+            return (made, batch.missing.filter { !ids.contains($0.id) })
+        }
         var named: [String: (times: Int, first: ReplicatedRevision?)] = Dictionary(minimumCapacity: batch.missing.count)
         for missing in batch.missing { named[missing.id] = (0, nil) }
         for change in batch.changes.changes {
