@@ -86,6 +86,43 @@ final class ReplicatedRevisionTests: DatabaseTestCase {
         XCTAssertEqual(diff[1].missing, [RevisionID("1-xyz")!])
     }
 
+    /// `_revs_diff` answers a just-written winner from memory: what a purge or a rolled-back
+    /// write took away, or a write through another connection changed, is never answered from there.
+    func testRevsDiffNeverAnswersFromMemoryWhatTheStoreNoLongerHolds() async throws {
+        let first = try await database.put(json(#"{"_id":"p","v":1}"#)).result.get()
+        let rolledBack = RevisionID("1-0123456789abcdef0123456789abcdef")!
+        func missing(_ id: String, _ revision: RevisionID, in db: Database? = nil) throws -> [RevisionID] {
+            try (db ?? database).revsDiff([(id, [revision])]).first?.missing ?? []
+        }
+        XCTAssertEqual(try missing("p", first), [])
+
+        _ = try await database.purge([("p", [first])])
+        XCTAssertEqual(try missing("p", first), [first], "a purged winner was answered from memory")
+
+        // A job that stores its document and then fails is rolled back with what it wrote.
+        do {
+            _ = try await database.write { context -> Void in
+                var row = try EditedRow(loading: "r", in: context.connection)
+                try row.write(addedBytes: 64, in: &context) { tree in
+                    tree.merge(history: [rolledBack], deleted: false, body: Array("{}".utf8), attachments: []) == .added
+                }
+                try row.store(in: &context)
+                throw StoreError.internal("the test fails this job")
+            }
+            XCTFail("the job did not fail")
+        } catch {}
+        XCTAssertEqual(try missing("r", rolledBack), [rolledBack], "a rolled-back write was answered from memory")
+
+        // Another connection on the same file purges: the next commit here forgets what it held.
+        let second = try await database.put(json(#"{"_id":"q","v":1}"#)).result.get()
+        XCTAssertEqual(try missing("q", second), [])
+        let other = try Database.open(path: directory.file("test.sqlite"))
+        defer { other.close() }
+        _ = try await other.purge([("q", [second])])
+        _ = try await database.put(json(#"{"_id":"unrelated"}"#))
+        XCTAssertEqual(try missing("q", second), [second], "a winner purged through another connection was answered from memory")
+    }
+
     func testConvergesInEitherOrder() async throws {
         let other = try Database.open(path: directory.file("other.sqlite"))
         defer { other.close() }

@@ -121,6 +121,7 @@ extension Database {
         guard let row = try DocumentRow.load(id: id, from: db), let oldWinner = row.tree.winner else { return [] }
         let (tree, purged) = row.tree.purging(revisions)
         guard !purged.isEmpty else { return [] }
+        context.winnersWritten.updateValue(nil, forKey: id)
         if let winner = tree.winner {
             let update = try db.statement("UPDATE docs SET seq = ?, winner = ?, deleted = ?, tree = ? WHERE seq = ?")
             update.bind(Int64(context.nextSequence()), at: 1)

@@ -70,6 +70,8 @@ public final class Database: Sendable {
     let readers: Readers
     /// The last page a change feed read, for the other feeds at the same place.
     let sharedFeedPage = SharedFeedPage()
+    /// What `_revs_diff` may answer without reading the store.
+    let recentWinners = RecentWinners()
     /// The last committed sequence after each commit.
     let notifier: Broadcast<UInt64>
     let attachments: AttachmentStore
@@ -113,6 +115,7 @@ public final class Database: Sendable {
                                   deletedCount: meta.deletedCount, revsLimit: meta.revsLimit, queryIndexes: queryIndexes),
             logPath: path + "-wal",
             checkpointer: checkpointer,
+            recentWinners: recentWinners,
             committed: { notifier.yield($0) },
             commitObserver: options.commitObserver,
             logGrew: { db in readers.pause { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } }
@@ -167,6 +170,7 @@ public final class Database: Sendable {
         writer.releaseMemory()
         readers.closeUnused()
         sharedFeedPage.release()
+        recentWinners.release()
     }
 
     /// Bytes of page cache held by the writer and the read connections not in use.

@@ -22,6 +22,11 @@ struct WriteContext {
     /// SQLite's `data_version` when the counters were last known true: a commit
     /// by any other connection (another process on the same file) changes it.
     var dataVersion: Int64?
+    /// Each document this transaction wrote, with its winner now (`nil` when purged), for
+    /// ``RecentWinners`` once it commits.
+    var winnersWritten: [String: RevisionID?] = [:]
+    /// Another connection committed since this one last wrote.
+    var changedElsewhere = false
 
     /// The sequence for the next change, one past the last.
     mutating func nextSequence() -> UInt64 {
@@ -38,6 +43,7 @@ struct WriteContext {
         let version = pragma.int64(0)
         defer { dataVersion = version }
         guard dataVersion != version else { return }
+        if dataVersion != nil { changedElsewhere = true }
         let select = try connection.statement("SELECT key, value FROM meta WHERE key IN ('last_seq', 'doc_count', 'del_count', 'revs_limit')")
         defer { select.reset() }
         while try select.step() {
@@ -80,6 +86,8 @@ final class Writer: Sendable {
     private let committed: @Sendable (UInt64) -> Void
     private let commitObserver: (@Sendable (Duration) -> Void)?
     private let checkpointer: LogCheckpointer
+    /// Told each commit's winners.
+    private let recentWinners: RecentWinners
     /// Transactions committed so far: fewer than jobs when commits were grouped.
     let transactions = Atomic<Int>(0)
 
@@ -90,12 +98,13 @@ final class Writer: Sendable {
     /// reset it while readers overlap without pause.
     static let largeLog = 64 << 20
 
-    init(context: consuming sending WriteContext, logPath: String, checkpointer: LogCheckpointer,
+    init(context: consuming sending WriteContext, logPath: String, checkpointer: LogCheckpointer, recentWinners: RecentWinners,
          committed: @escaping @Sendable (UInt64) -> Void, commitObserver: (@Sendable (Duration) -> Void)? = nil,
          logGrew: @escaping @Sendable (Connection) -> Void) {
         self.connection = Locked(context)
         self.commitObserver = commitObserver
         self.checkpointer = checkpointer
+        self.recentWinners = recentWinners
         self.logPath = logPath
         self.committed = committed
         self.logGrew = logGrew
@@ -225,6 +234,10 @@ final class Writer: Sendable {
             try db.execute("COMMIT")
             transactions.add(1, ordering: .relaxed)
             checkpointer.logged(pages: db.takePagesWritten())
+            if context.changedElsewhere { recentWinners.release() }
+            recentWinners.committed(context.winnersWritten)
+            context.winnersWritten.removeAll(keepingCapacity: true)
+            context.changedElsewhere = false
         } catch {
             try? db.execute("ROLLBACK")
             context = saved
