@@ -17,11 +17,21 @@ final class RecentWinners: Sendable {
         let high: UInt64
         let low: UInt64
 
-        /// Nil for a digest that is not 32 hex digits (not held).
+        /// Nil for a digest that is not 32 lowercase hex digits (not held).
         init?(_ revision: RevisionID) {
-            let digest = revision.digest.utf8
-            guard digest.count == 32, let high = UInt64(revision.digest.prefix(16), radix: 16),
-                  let low = UInt64(revision.digest.suffix(16), radix: 16) else { return nil }
+            var (high, low, count): (UInt64, UInt64, Int) = (0, 0, 0)
+            for byte in revision.digest.utf8 {
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                default: return nil
+                }
+                if count < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
+                count += 1
+                guard count <= 32 else { return nil }
+            }
+            guard count == 32 else { return nil }
             (generation, self.high, self.low) = (revision.generation, high, low)
         }
     }
