@@ -102,7 +102,7 @@ struct JSONParser {
         return key
     }
 
-    func error(_ message: String) -> JSONSyntaxError {
+    private func error(_ message: String) -> JSONSyntaxError {
         JSONSyntaxError(message: message, offset: index)
     }
 
@@ -139,7 +139,7 @@ struct JSONParser {
         index += count
     }
 
-    mutating func enter() throws(JSONSyntaxError) {
+    private mutating func enter() throws(JSONSyntaxError) {
         depth += 1
         guard depth <= JSON.maximumDepth else { throw error("nesting too deep") }
     }

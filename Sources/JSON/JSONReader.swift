@@ -22,16 +22,19 @@ public struct JSONReader: ~Copyable {
 
     /// Reads `bytes`, which must hold one JSON value and nothing but whitespace around it.
     /// What `body` leaves unread of the value is skipped.
-    public static func read<Result>(_ bytes: ArraySlice<UInt8>, _ body: (inout JSONReader) throws -> Result) throws -> Result {
-        try bytes.withUnsafeBufferPointer { buffer in
-            var reader = JSONReader(JSONParser(buffer))
-            reader.parser.skipWhitespace()
-            let start = reader.parser.index
-            let result = try body(&reader)
-            if reader.parser.index == start { try reader.parser.skipValue() }
-            try reader.parser.finish()
-            return result
-        }
+    public static func read<Bytes: Collection<UInt8>, Result>(_ bytes: Bytes, _ body: (inout JSONReader) throws -> Result) throws -> Result {
+        if let result = try bytes.withContiguousStorageIfAvailable({ buffer in try read(buffer, body) }) { return result }
+        return try Array(bytes).withUnsafeBufferPointer { buffer in try read(buffer, body) }
+    }
+
+    private static func read<Result>(_ buffer: UnsafeBufferPointer<UInt8>, _ body: (inout JSONReader) throws -> Result) throws -> Result {
+        var reader = JSONReader(JSONParser(buffer))
+        reader.parser.skipWhitespace()
+        let start = reader.parser.index
+        let result = try body(&reader)
+        if reader.parser.index == start { try reader.parser.skipValue() }
+        try reader.parser.finish()
+        return result
     }
 
     /// The value, built.

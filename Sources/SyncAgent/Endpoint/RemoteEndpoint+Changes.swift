@@ -178,7 +178,7 @@ extension RemoteEndpoint {
         var last: ChangeSequence?
         var pending: Int?
         do {
-            _ = try JSONReader.read(Array(bytes.readableBytesView)[...]) { answer in
+            _ = try JSONReader.read(bytes.readableBytesView) { answer in
                 try answer.members { name, value in
                     switch name {
                     case "results":
