@@ -234,6 +234,8 @@ extension RemoteEndpoint {
             case "doc" where keepingDocument: doc = try value.text()
             case "last_seq": last = try value.value()
             case "changes":
+                // A repeated member counts once, the last, as in ``JSON/init(parsing:)``.
+                badRevision = false
                 var read: [RevisionID] = []
                 let isArray = try value.elements { change in
                     var revision: RevisionID?
