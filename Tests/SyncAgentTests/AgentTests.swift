@@ -258,6 +258,10 @@ final class AgentTests: XCTestCase {
             try Self.configuration(shared).write(toFile: agent.directory + "/syncd.toml", atomically: true, encoding: .utf8)
             agent.process.signal(SIGHUP)
         }
+        // A reload is applied after the signal returns: writes wait for the agent to say it is done.
+        for agent in [a, b] {
+            try await agent.waitUntil("the agent reloads") { agent.process.errorText.contains("configuration reloaded") }
+        }
         try await a.put("notes", "n1", ["text": "hello"])
         try await b.waitUntil("B has the new database's document") { try await b.get("notes", "n1") != nil }
         let replications = try await b.status().replications
