@@ -9,13 +9,15 @@ import XCTest
 /// once, and checkpoints on its cadence and when it falls idle; the listener's waiting
 /// feeds send what is ready in one write.
 final class ContinuousBatchingTests: XCTestCase {
-    /// A target that counts the `_revs_diff` questions it is asked.
+    /// A target that counts the `_revs_diff` questions it is asked, and the documents they name.
     private struct CountingTarget: ForwardingEndpoint {
         let inner: any Endpoint
         let questions = Locked(0)
+        let asked = Locked<[String]>([])
 
         func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
             questions.withLock { $0 += 1 }
+            asked.withLock { $0 += revisions.map(\.id) }
             return try await inner.missingRevisions(revisions)
         }
     }
@@ -79,6 +81,51 @@ final class ContinuousBatchingTests: XCTestCase {
         try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
         try await source.put(["_id": "lone"])
         try await waitUntil(timeout: .seconds(5), "a lone write arrives") { (try? target.document(id: "lone")) != nil }
+        XCTAssertNil(replicator.status.lastError)
+    }
+
+    /// In a group each member lists every revision to every other: a row naming only the
+    /// target's latest winner is counted where it is read, and goes no further.
+    func testRowsNamingTheTargetsLatestWinnersAreCountedNotQueued() async throws {
+        let server = try await startListener()
+        let source = try server.catalog.create("source")
+        let directory = try TemporaryDirectory(prefix: "syncd-held")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let target = try catalog.create("target")
+        for result in try await source.bulkDocs(uploads(300, prefix: "d")) { _ = try result.result.get() }
+        // The target gets the same revisions another way first (as from another member).
+        var local = ReplicationConfiguration(source: LocalEndpoint(source), target: LocalEndpoint(target))
+        local.continuous = false
+        let copied = await Replicator(local).run()
+        XCTAssertNil(copied.lastError)
+        XCTAssertEqual(try target.info().docCount, 300)
+
+        let remote = try RemoteEndpoint(url: server.url + "/source")
+        let counting = CountingTarget(inner: LocalEndpoint(target))
+        var configuration = ReplicationConfiguration(source: remote, target: counting)
+        configuration.continuous = true
+        configuration.heartbeat = .milliseconds(500)
+        let replicator = Replicator(configuration)
+        replicator.start()
+        defer { Task { await replicator.stop(); await remote.shutdown() } }
+        let end = try source.lastSequence()
+        try await waitUntil("the feed is read and checkpointed") { replicator.status.checkpointedSequence?.localNumber == end }
+        XCTAssertEqual(counting.asked.withLock { $0 }, [], "no held row reaches _revs_diff")
+        let status = replicator.status
+        XCTAssertEqual(status.completed, 300)
+        XCTAssertEqual(status.revisionsChecked, 300)
+        XCTAssertEqual(status.missingRevisionsFound, 0)
+        XCTAssertEqual(status.docsWritten, 0)
+
+        // A new document and an edit of a held one are not held: both go the usual way.
+        let d7 = try source.document(id: "d7").revision
+        _ = try await source.put(["_id": "d7", "_rev": .string(d7.description), "n": 70])
+        _ = try await source.put(["_id": "new"])
+        try await waitUntil("both arrive") {
+            (try? target.document(id: "d7").body["n"]) == .number(70) && (try? target.document(id: "new")) != nil
+        }
+        XCTAssertEqual(Set(counting.asked.withLock { $0 }), ["d7", "new"])
         XCTAssertNil(replicator.status.lastError)
     }
 

@@ -141,6 +141,46 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual(read.map(\.caughtUp), [false, true])
     }
 
+    /// Rows naming only a revision the target has as its winner are counted where they are
+    /// read, their `doc` skipped; the feed's position passes them, even when a chunk holds
+    /// nothing else.
+    func testRowsTheTargetHoldsAreCountedAndPassedInTheContinuousFeed() async throws {
+        let rev = "1-0123456789abcdef0123456789abcdef"
+        @Sendable func row(_ n: Int, _ revision: String = rev) -> String {
+            #"{"seq":\#(n),"id":"d\#(n)","changes":[{"rev":"\#(revision)"}],"doc":{"_id":"d\#(n)","_rev":"\#(revision)"}}"#
+        }
+        // The second chunk, all held, is sent once the first is delivered.
+        let firstDelivered = DispatchSemaphore(value: 0)
+        let server = try HostileRemote(answering: { _, target, _ in
+            guard target.contains("feed=continuous") else {
+                return HostileAnswer(status: 200, body: Array(#"{"results":[],"last_seq":0,"pending":0}"#.utf8))
+            }
+            var answer = HostileAnswer(status: 200, body: [])
+            answer.pieces = [
+                Array((row(1) + "\n" + row(2) + "\n" + row(3, "2-0123456789abcdef0123456789abcdef") + "\n").utf8),
+                Array((row(4) + "\n" + row(5) + "\n").utf8),
+            ]
+            answer.beforePiece = { index in if index == 1 { _ = firstDelivered.wait(timeout: .now() + 30) } }
+            return answer
+        })
+        let endpoint = try RemoteEndpoint(url: server.url + "/db")
+        addTeardownBlock { await endpoint.shutdown() }
+        // The target has d2, d4 and d5 at `rev`, and d3 only at an older revision.
+        let held: @Sendable (RevisionID, String) -> Bool = { revision, id in ["d2", "d3", "d4", "d5"].contains(id) && revision.generation == 1 }
+        let request = ChangeFeedRequest(since: .zero, continuous: true, batchSize: 100, filter: nil, targetWinners: held)
+        let batches = Locked<[ChangeBatch]>([])
+        // The feed ends without its last_seq: an error, after what it sent was delivered.
+        _ = try? await endpoint.changes(request) { batch in
+            batches.withLock { $0.append(batch) }
+            if !batch.changes.isEmpty { firstDelivered.signal() }
+        }
+        let read = batches.withLock { $0 }.filter { !$0.changes.isEmpty || $0.alreadyHeld > 0 }.prefix(2)
+        XCTAssertEqual(read.map { $0.changes.map(\.id) }, [["d1", "d3"], []])
+        XCTAssertEqual(read.map(\.alreadyHeld), [1, 2])
+        XCTAssertEqual(read.map(\.lastSequence), [ChangeSequence(UInt64(3)), ChangeSequence(UInt64(5))])
+        XCTAssertNotNil(read.first?.changes.first?.carriedDocument, "a row not held keeps its doc")
+    }
+
     /// A continuous feed the server ends without its last_seq is a broken connection (retried
     /// after a backoff), not a feed to reopen at once, for ever.
     func testAContinuousFeedCutShortIsAnErrorNotALoop() async throws {

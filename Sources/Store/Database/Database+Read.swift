@@ -132,6 +132,13 @@ extension Database {
         }
     }
 
+    /// Whether `revision` is known, without reading the store, to be the winner of document
+    /// `id`: true only for a document written lately (see `revsDiff`), false when unsure.
+    /// What a replication's feed reader asks of each row, thousands a second.
+    public func isRecentWinner(_ revision: RevisionID, of id: String) -> Bool {
+        recentWinners.holds(revision, of: id)
+    }
+
     /// Which of the given revisions the store lacks, per document (`_revs_diff`).
     /// Documents with nothing missing are left out.
     public func revsDiff(_ request: [(id: String, revisions: [RevisionID])]) throws(StoreError) -> [RevisionsDifference] {

@@ -19,20 +19,30 @@ final class RecentWinners: Sendable {
 
         /// Nil for a digest that is not 32 lowercase hex digits (not held).
         init?(_ revision: RevisionID) {
-            var (high, low, count): (UInt64, UInt64, Int) = (0, 0, 0)
-            for byte in revision.digest.utf8 {
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                default: return nil
-                }
-                if count < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
-                count += 1
-                guard count <= 32 else { return nil }
-            }
-            guard count == 32 else { return nil }
+            var digest = revision.digest
+            guard let (high, low) = digest.withUTF8(Self.digits) else { return nil }
             (generation, self.high, self.low) = (revision.generation, high, low)
+        }
+
+        /// 32 lowercase hex digits as two numbers; nil for anything else.
+        private static func digits(_ text: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+            guard text.count == 32 else { return nil }
+            func number(_ range: Range<Int>) -> UInt64? {
+                var number: UInt64 = 0
+                for index in range {
+                    let byte = text[index]
+                    let digit: UInt8
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+                    default: return nil
+                    }
+                    number = number << 4 | UInt64(digit)
+                }
+                return number
+            }
+            guard let high = number(0..<16), let low = number(16..<32) else { return nil }
+            return (high, low)
         }
     }
 
@@ -83,6 +93,12 @@ final class RecentWinners: Sendable {
                 return revisions.allSatisfy { Winner($0) == winner }
             }
         }
+    }
+
+    /// Whether `revision` is the winner of document `id` as last committed.
+    func holds(_ revision: RevisionID, of id: String) -> Bool {
+        guard let asked = Winner(revision) else { return false }
+        return state.withLock { $0.winners[id] == asked }
     }
 
     /// Forgets every document: another connection committed, or the database went idle.

@@ -47,14 +47,22 @@ public struct ChangeFeedRequest: Sendable {
     public var filter: ReplicationFilter?
     /// How often a remote continuous feed sends a heartbeat, in milliseconds.
     public var heartbeatMilliseconds: Int
+    /// The target's ``Endpoint/recentWinners``: a remote feed's row naming only a revision the
+    /// target has as its winner is counted (``ChangeBatch/alreadyHeld``), not queued. In a
+    /// group most rows are such, each revision listed by every member.
+    public var targetWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)?
 
     /// A request for the feed after `since`.
-    public init(since: ChangeSequence, continuous: Bool, batchSize: Int, filter: ReplicationFilter?, heartbeatMilliseconds: Int = 10_000) {
+    public init(
+        since: ChangeSequence, continuous: Bool, batchSize: Int, filter: ReplicationFilter?, heartbeatMilliseconds: Int = 10_000,
+        targetWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? = nil
+    ) {
         self.since = since
         self.continuous = continuous
         self.batchSize = batchSize
         self.filter = filter
         self.heartbeatMilliseconds = heartbeatMilliseconds
+        self.targetWinners = targetWinners
     }
 }
 
@@ -105,12 +113,16 @@ public struct ChangeBatch: Sendable {
     public var pending: Int?
     /// The source had nothing more to send when this batch was cut.
     public var caughtUp: Bool
+    /// Changes read but left out, the target having their only revision as its winner
+    /// (``ChangeFeedRequest/targetWinners``): counted as checked and completed with this batch.
+    public var alreadyHeld: Int
 
     /// A batch.
-    public init(changes: [ChangedDocument], lastSequence: ChangeSequence, pending: Int?, caughtUp: Bool) {
+    public init(changes: [ChangedDocument], lastSequence: ChangeSequence, pending: Int?, caughtUp: Bool, alreadyHeld: Int = 0) {
         self.changes = changes
         self.lastSequence = lastSequence
         self.pending = pending
         self.caughtUp = caughtUp
+        self.alreadyHeld = alreadyHeld
     }
 }

@@ -36,6 +36,10 @@ public protocol Endpoint: Sendable {
     /// Which of the given leaf revisions the database lacks (`_revs_diff`).
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions]
 
+    /// Whether the database is known, without asking it, to have `revision` as the winner
+    /// of document `id`; false when unsure. Nil when it never knows (a remote database).
+    var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? { get }
+
     /// Reads the given revisions with their history and the attachments the
     /// other side lacks (`_bulk_get`, or `open_revs`), handing each to `deliver` as it
     /// is read, which may take its time (back pressure): however large the answer, the
@@ -55,6 +59,9 @@ public protocol Endpoint: Sendable {
 }
 
 extension Endpoint {
+    /// A database that only `_revs_diff` answers about.
+    public var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? { nil }
+
     /// Reads the given revisions into one array, attachments inline, for answers known to be small.
     public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {
         var fetched: [FetchedRevision] = []

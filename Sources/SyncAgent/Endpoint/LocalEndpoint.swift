@@ -74,6 +74,11 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
+    /// The store's winners of the documents written lately.
+    public var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? {
+        { [database] revision, id in database.isRecentWinner(revision, of: id) }
+    }
+
     /// The store's `revsDiff`.
     public func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         do {

@@ -14,15 +14,15 @@ extension RemoteEndpoint {
             try Task.checkCancellation()
             var query = [("style", "all_docs"), ("feed", "normal"), ("since", since.description), ("limit", String(limit))]
             let (method, body) = filterParameters(request.filter, into: &query)
-            let page = try await changesPage(method, query: query, body: body)
-            let rows = page.rows
-            let last = page.lastSequence ?? rows.last?.sequence ?? since
+            let page = try await changesPage(method, query: query, body: body, targetWinners: request.targetWinners)
+            let last = page.lastSequence ?? page.lastRowSequence ?? since
             let pending = page.pending
-            let caughtUp = rows.count < limit || pending == 0
+            let caughtUp = page.rows.count + page.alreadyHeld < limit || pending == 0
             if !caughtUp, last == since {
                 throw EndpointError.badResponse(displayName, "_changes sent a full page but stayed at since=\(since)")
             }
-            try await deliver(ChangeBatch(changes: rows, lastSequence: last, pending: pending, caughtUp: caughtUp))
+            try await deliver(ChangeBatch(changes: page.rows, lastSequence: last, pending: pending, caughtUp: caughtUp,
+                                          alreadyHeld: page.alreadyHeld))
             since = last
             if caughtUp { break }
         }
@@ -78,6 +78,7 @@ extension RemoteEndpoint {
         var since = start
         var lines = FeedLineSplitter(limit: ReplicatorTuning.longestChangeLine)
         var rows: [ChangedDocument] = []
+        var alreadyHeld = 0
         var endedWithLastSequence = false
         do {
             var chunks = response.body.makeAsyncIterator()
@@ -90,23 +91,32 @@ extension RemoteEndpoint {
                     let read: FeedLine
                     do {
                         read = try JSONReader.read(line) { reader throws in
-                            try feedLine(&reader, keepingDocument: line.count <= ReplicatorTuning.longestCarriedLine)
+                            try feedLine(&reader, keepingDocument: line.count <= ReplicatorTuning.longestCarriedLine,
+                                         targetWinners: request.targetWinners)
                         }
                     } catch let error as EndpointError {
                         throw error
                     } catch {
                         throw EndpointError.badResponse(displayName, "continuous _changes sent a line that is not JSON: \(error)")
                     }
-                    guard case .change(let row) = read else {
-                        if case .end(let last) = read { since = last }
+                    let row: ChangedDocument
+                    switch read {
+                    case .change(let change): row = change
+                    case .held(let sequence):
+                        alreadyHeld += 1
+                        since = sequence
+                        continue
+                    case .end(let last):
+                        since = last
                         ended = true
                         continue
                     }
                     // A full batch goes on once a row follows it: the chunk's last batch is the caught-up one,
                     // and a replication goes idle after it even when the chunk ends on a full batch.
                     if rows.count >= request.batchSize {
-                        try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: false))
+                        try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: false, alreadyHeld: alreadyHeld))
                         rows.removeAll(keepingCapacity: true)
+                        alreadyHeld = 0
                     }
                     rows.append(row)
                     since = row.sequence
@@ -115,9 +125,10 @@ extension RemoteEndpoint {
                     throw EndpointError.badResponse(
                         displayName, "continuous _changes sent a line over \(ReplicatorTuning.longestChangeLine >> 20) MiB")
                 }
-                if !rows.isEmpty {
-                    try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true))
+                if !rows.isEmpty || alreadyHeld > 0 {
+                    try await deliver(ChangeBatch(changes: rows, lastSequence: since, pending: nil, caughtUp: true, alreadyHeld: alreadyHeld))
                     rows.removeAll(keepingCapacity: true)
+                    alreadyHeld = 0
                 }
                 if ended {
                     endedWithLastSequence = true
@@ -167,14 +178,19 @@ extension RemoteEndpoint {
         return ReplicatedRevision(id: row.id, revision: revision, json: .object(body))
     }
 
-    /// One page of the normal feed: its rows, `last_seq` and `pending`.
+    /// One page of the normal feed: its rows (those `targetWinners` holds only counted),
+    /// the last row's sequence, `last_seq` and `pending`.
     private func changesPage(
-        _ method: HTTPMethod, query: [(String, String)], body: [UInt8]?
-    ) async throws(EndpointError) -> (rows: [ChangedDocument], lastSequence: ChangeSequence?, pending: Int?) {
+        _ method: HTTPMethod, query: [(String, String)], body: [UInt8]?,
+        targetWinners: ((_ revision: RevisionID, _ id: String) -> Bool)?
+    ) async throws(EndpointError)
+        -> (rows: [ChangedDocument], alreadyHeld: Int, lastRowSequence: ChangeSequence?, lastSequence: ChangeSequence?, pending: Int?) {
         let path = databasePath + "/_changes"
         let (status, _, bytes) = try await request(method, path, query: query, body: body)
         guard status < 400 else { throw error(status: status, body: try? JSON(parsing: bytes.readableBytesView)) }
         var rows: [ChangedDocument]?
+        var alreadyHeld = 0
+        var lastRow: ChangeSequence?
         var last: ChangeSequence?
         var pending: Int?
         do {
@@ -183,11 +199,18 @@ extension RemoteEndpoint {
                     switch name {
                     case "results":
                         var read: [ChangedDocument] = []
+                        (alreadyHeld, lastRow) = (0, nil)
                         guard try value.elements({ row in
-                            guard case .change(let change) = try feedLine(&row, keepingDocument: false) else {
+                            switch try feedLine(&row, keepingDocument: false, targetWinners: targetWinners) {
+                            case .change(let change):
+                                read.append(change)
+                                lastRow = change.sequence
+                            case .held(let sequence):
+                                alreadyHeld += 1
+                                lastRow = sequence
+                            case .end:
                                 throw EndpointError.badResponse(displayName, "a _changes row lacks seq, id or changes")
                             }
-                            read.append(change)
                         }) else { return }
                         rows = read
                     case "last_seq": last = ChangeSequence(try value.value())
@@ -202,13 +225,15 @@ extension RemoteEndpoint {
             throw .badResponse(displayName, "\(method) \(path) answered \(status) without JSON")
         }
         guard let rows else { throw .badResponse(displayName, "_changes answered without results") }
-        return (rows, last, pending)
+        return (rows, alreadyHeld, lastRow, last, pending)
     }
 
     /// What one line of a continuous feed, or one `results` entry, holds.
     private enum FeedLine {
         /// A change.
         case change(ChangedDocument)
+        /// A change naming only a revision the target has as its winner: its sequence.
+        case held(ChangeSequence)
         /// The end of a continuous feed: its `last_seq`.
         case end(ChangeSequence)
     }
@@ -216,9 +241,13 @@ extension RemoteEndpoint {
     /// Reads one `results` entry of a changes feed, or a continuous feed's last line, building
     /// only what a replication uses: a row's `doc` stays text, kept when `keepingDocument`
     /// and the row names one first revision (a queue of edits holds no bodies), and parsed
-    /// only if the target lacks the revision. Local documents are never in a feed: one listed
-    /// there is refused, not replicated.
-    private func feedLine(_ reader: inout JSONReader, keepingDocument: Bool) throws -> FeedLine {
+    /// only if the target lacks the revision. A row naming only a revision `targetWinners`
+    /// holds is not built at all (its `doc` is skipped when it comes after `id` and `changes`,
+    /// as CouchDB sends it). Local documents are never in a feed: one listed there is refused,
+    /// not replicated.
+    private func feedLine(
+        _ reader: inout JSONReader, keepingDocument: Bool, targetWinners: ((_ revision: RevisionID, _ id: String) -> Bool)?
+    ) throws -> FeedLine {
         var sequence: JSON?
         var id: String?
         var revisions: [RevisionID]?
@@ -226,12 +255,21 @@ extension RemoteEndpoint {
         var doc: [UInt8]?
         var last: JSON?
         var badRevision = false
+        /// Whether the target has the row's only revision, once known.
+        var held: Bool?
+        func isHeld() -> Bool {
+            if let held { return held }
+            guard let targetWinners, let id, let revisions, revisions.count == 1, !badRevision else { return false }
+            let answer = targetWinners(revisions[0], id)
+            held = answer
+            return answer
+        }
         let isObject = try reader.members { name, value in
             switch name {
             case "seq": sequence = try value.value()
-            case "id": id = try value.string()
+            case "id": id = try value.string(); held = nil
             case "deleted": deleted = try value.bool() ?? false
-            case "doc" where keepingDocument: doc = try value.text()
+            case "doc" where keepingDocument && !isHeld(): doc = try value.text()
             case "last_seq": last = try value.value()
             case "changes":
                 // A repeated member counts once, the last, as in ``JSON/init(parsing:)``.
@@ -245,6 +283,7 @@ extension RemoteEndpoint {
                     if let revision { read.append(revision) } else { badRevision = true }
                 }
                 revisions = isArray ? read : nil
+                held = nil
             default: break
             }
         }
@@ -254,6 +293,7 @@ extension RemoteEndpoint {
         }
         guard !id.hasPrefix("_local/") else { throw EndpointError.badResponse(displayName, "_changes listed the local document \(id)") }
         guard !badRevision else { throw EndpointError.badResponse(displayName, "a _changes row has an invalid rev") }
+        if isHeld() { return .held(ChangeSequence(sequence)) }
         var row = ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: deleted)
         if row.onlyRevisionIsFirst { row.carriedDocument = doc }
         return .change(row)

@@ -17,6 +17,8 @@ final class ChangeQueue: Sendable {
         var lastSequence: ChangeSequence?
         var pending: Int?
         var caughtUp = false
+        /// Changes the reader left out since the last take (``ChangeBatch/alreadyHeld``).
+        var alreadyHeld = 0
         /// Something (rows, or only a newer position) was appended since the last take.
         var hasNews = false
         var finished = false
@@ -49,6 +51,7 @@ final class ChangeQueue: Sendable {
                 state.lastSequence = batch.lastSequence
                 state.pending = batch.pending
                 state.caughtUp = batch.caughtUp
+                state.alreadyHeld += batch.alreadyHeld
                 state.hasNews = true
                 defer { state.finder = nil }
                 return (true, state.finder)
@@ -73,7 +76,8 @@ final class ChangeQueue: Sendable {
 
     /// Everything appended and not yet taken, up to `limit` rows, as one batch; waits until
     /// something was appended. A batch that takes every row carries the feed's newest
-    /// position (past rows a filter left out); one cut short ends at its last row.
+    /// position (past rows a filter or the reader left out); one cut short ends at its last
+    /// row. The rows the reader left out so far are counted with the batch taken next.
     /// Nil once the queue is finished and empty.
     func take(upTo limit: Int) async throws -> ChangeBatch? {
         let limit = max(1, limit)
@@ -82,7 +86,7 @@ final class ChangeQueue: Sendable {
             let (batch, done, reader) = state.withLock { state -> (ChangeBatch?, Bool, CheckedContinuation<Void, Never>?) in
                 guard state.hasNews, let lastSequence = state.lastSequence else { return (nil, state.finished, nil) }
                 let taken = min(limit, state.count)
-                let batch: ChangeBatch
+                var batch: ChangeBatch
                 if taken == state.count {
                     // Everything goes: the rows move out whole, none is copied.
                     state.rows.removeFirst(state.head)
@@ -97,6 +101,8 @@ final class ChangeQueue: Sendable {
                     batch = ChangeBatch(changes: rows, lastSequence: rows[rows.count - 1].sequence,
                                         pending: state.pending.map { $0 + state.count }, caughtUp: false)
                 }
+                batch.alreadyHeld = state.alreadyHeld
+                state.alreadyHeld = 0
                 guard state.count < capacity else { return (batch, false, nil) }
                 defer { state.reader = nil }
                 return (batch, false, state.reader)

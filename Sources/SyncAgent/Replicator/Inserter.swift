@@ -5,7 +5,9 @@ import Logging
 /// (`new_edits=false`, attachments included). A document the target refuses
 /// is counted and logged; the replication goes on. A batch may come in parts:
 /// its counts are reported, and it completes, with its last part. A part's
-/// claims (``RevisionClaims``) are let go of once it is written.
+/// claims (``RevisionClaims``) are let go of once it is written. A revision the target
+/// has as its winner by now (another replication wrote it since the diff: in a group, a new
+/// document comes from every member at once) is not written again.
 struct Inserter: Sendable {
     let target: any Endpoint
     let progress: ReplicationProgress
@@ -16,9 +18,16 @@ struct Inserter: Sendable {
         for await part in input {
             var revisions: [ReplicatedRevision] = []
             revisions.reserveCapacity(part.fetched.count)
+            var writtenSince = 0
+            let targetWinners = target.recentWinners
             for fetched in part.fetched {
                 switch fetched {
-                case .found(let revision): revisions.append(revision)
+                case .found(let revision):
+                    if let targetWinners, targetWinners(revision.revision, revision.id) {
+                        writtenSince += 1
+                    } else {
+                        revisions.append(revision)
+                    }
                 case .missing: break
                 case .failed: counts.unreadable += 1
                 }
@@ -27,6 +36,7 @@ struct Inserter: Sendable {
             if !revisions.isEmpty {
                 failures = try await target.write(revisions)
             }
+            counts.read += writtenSince
             for failure in failures {
                 logger.warning("the target refused a revision", metadata: [
                     "doc": "\(failure.id)", "error": "\(failure.error)", "reason": "\(failure.reason)",

@@ -24,6 +24,6 @@ struct ReplicationBatch: Sendable {
     /// fetcher splits a part it reads into smaller ones; the last of them carries the claim.
     var claim: RevisionClaims.Ticket?
 
-    /// How many revisions the batch asks the target about.
-    var revisionCount: Int { changes.changes.reduce(0) { $0 + $1.revisions.count } }
+    /// How many revisions the batch checks with the target (a change left out as already held names one).
+    var revisionCount: Int { changes.changes.reduce(changes.alreadyHeld) { $0 + $1.revisions.count } }
 }

@@ -37,7 +37,8 @@ struct ReplicationSession: Sendable {
             since: since, continuous: configuration.continuous, batchSize: configuration.batchSize,
             filter: configuration.filter,
             heartbeatMilliseconds: Int(configuration.heartbeat.components.seconds * 1000
-                + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000)
+                + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000),
+            targetWinners: target.recentWinners
         )
         do {
             let staging = try await target.attachmentStaging()

@@ -22,6 +22,7 @@ extension ForwardingEndpoint {
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         try await inner.missingRevisions(revisions)
     }
+    var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? { inner.recentWinners }
     func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
                    deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
         try await inner.revisions(requests, staging: staging, deliver: deliver)
