@@ -1,6 +1,8 @@
+import AsyncAlgorithms
 import Foundation
 import JSON
 import Locking
+import Logging
 import Store
 @testable import SyncAgent
 import XCTest
@@ -189,6 +191,39 @@ final class ContinuousBatchingTests: XCTestCase {
             DocumentRevisions(id: "a", revisions: [x, z]), DocumentRevisions(id: "b", revisions: [y]),
         ])
         XCTAssertEqual(RevisionFinder.leaves(of: []), [])
+    }
+
+    /// The fetcher parses a carried document only if the target still lacks it; one that does
+    /// not parse is read from the source after all.
+    func testCarriedDocumentsAreTakenWhenStillMissingAndReadWhenTheyDoNotParse() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-carried")
+        let catalog = try Catalog(directory: directory.path)
+        defer { catalog.close() }
+        let source = try catalog.create("source")
+        var rows: [ChangedDocument] = []
+        for id in ["kept", "garbled", "written since"] {
+            let revision = try await source.put(["_id": .string(id)]).result.get()
+            var row = ChangedDocument(sequence: .zero, id: id, revisions: [revision], deleted: false)
+            row.carriedDocument = id == "garbled" ? Array(#"{"_id":"garbled","#.utf8) : try source.document(id: id).json().serializedBytes()
+            rows.append(row)
+        }
+        let recording = FetchRecordingSource(inner: LocalEndpoint(source))
+        let fetcher = RevisionFetcher(source: recording, staging: .inline, parallelism: 1,
+                                      targetWinners: { _, id in id == "written since" }, logger: Logger(label: "test"))
+        var batch = ReplicationBatch(changes: ChangeBatch(changes: rows, lastSequence: .zero, pending: nil, caughtUp: true))
+        batch.missing = rows.map { MissingRevisions(id: $0.id, missing: $0.revisions) }
+        let (input, output) = (AsyncChannel<ReplicationBatch>(), AsyncChannel<ReplicationBatch>())
+        Task {
+            await input.send(batch)
+            input.finish()
+        }
+        Task { try await fetcher.run(from: input, into: output) }
+        var found: [String] = []
+        for await part in output {
+            for case .found(let revision) in part.fetched { found.append(revision.id) }
+        }
+        XCTAssertEqual(found.sorted(), ["garbled", "kept"])
+        XCTAssertEqual(recording.fetched.withLock { $0 }, ["garbled"], "only the text that does not parse is read")
     }
 
     func testAFeedDocumentThatDisagreesWithItsRowIsNotTaken() throws {

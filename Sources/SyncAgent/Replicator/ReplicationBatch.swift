@@ -9,9 +9,6 @@ struct ReplicationBatch: Sendable {
     /// How many revisions the target lacked when first asked. Each part carries the whole
     /// batch's figure (a claim may leave a part only some of `missing`); the last counts it.
     var missingFound = 0
-    /// The missing revisions the feed carried whole, when the finder has made them already
-    /// (``RevisionFetcher/carried(_:)``), so the fetcher does not make them again.
-    var carried: [FetchedRevision]?
     /// The missing revisions as read from the source (the fetcher's answer), or the part of them
     /// this part of the batch carries.
     var fetched: [FetchedRevision] = []

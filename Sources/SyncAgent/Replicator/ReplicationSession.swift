@@ -53,7 +53,10 @@ struct ReplicationSession: Sendable {
                     return true
                 }
                 group.addTask {
-                    try await RevisionFetcher(source: source, staging: staging, parallelism: configuration.parallelFetches, logger: logger).run(from: diffed, into: fetched)
+                    try await RevisionFetcher(
+                        source: source, staging: staging, parallelism: configuration.parallelFetches,
+                        targetWinners: target.recentWinners, logger: logger
+                    ).run(from: diffed, into: fetched)
                     return true
                 }
                 group.addTask {

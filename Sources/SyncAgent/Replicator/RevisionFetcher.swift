@@ -18,14 +18,24 @@ struct RevisionFetcher: Sendable {
     /// Where the target wants attachment content put as it is read.
     let staging: AttachmentStaging
     let parallelism: Int
+    /// The target's ``Endpoint/recentWinners``: a carried revision the target has by now
+    /// (another pull wrote it since the diff) is neither parsed nor passed on.
+    let targetWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)?
     let logger: Logger
 
     func run(from input: AsyncChannel<ReplicationBatch>, into output: AsyncChannel<ReplicationBatch>) async throws {
         defer { output.finish() }
         for await batch in input {
             var last = batch
-            let (carried, toRead) = Self.carried(batch)
-            last.fetched = carried
+            var (carried, toRead) = Self.carried(batch)
+            for change in carried {
+                if let targetWinners, targetWinners(change.revisions[0], change.id) { continue }
+                if let revision = change.firstRevision {
+                    last.fetched.append(.found(revision))
+                } else {
+                    toRead.append(MissingRevisions(id: change.id, missing: change.revisions))
+                }
+            }
             if !toRead.isEmpty {
                 var reading = batch
                 reading.missing = toRead
@@ -37,29 +47,27 @@ struct RevisionFetcher: Sendable {
         }
     }
 
-    /// The missing revisions the changes feed carried whole (``ChangedDocument/firstRevision``),
-    /// and the rest, still to be read from the source. A document the batch names more than
-    /// once, or that lacks more than the carried revision, is read as a whole.
+    /// The missing documents whose change carried their only missing revision whole (a first
+    /// revision in ``ChangedDocument/carriedDocument``), and the rest, to be read from the
+    /// source. A document the batch names more than once, or that lacks more than the carried
+    /// revision, is read as a whole. The carried texts are parsed only in ``run``, for what the
+    /// target still lacks then; one that is not such a revision is read from the source after all.
     /// Only the missing documents are looked up: in a group most of a feed's changes are
     /// revisions the target has already, and a batch often lacks none of them.
-    static func carried(_ batch: ReplicationBatch) -> (carried: [FetchedRevision], toRead: [MissingRevisions]) {
+    static func carried(_ batch: ReplicationBatch) -> (carried: [ChangedDocument], toRead: [MissingRevisions]) {
         guard !batch.missing.isEmpty else { return ([], []) }
-        if let made = batch.carried {
-            var ids = Set<String>()
-            for case .found(let revision) in made { ids.insert(revision.id) }
-            return (made, batch.missing.filter { !ids.contains($0.id) })
-        }
-        var named: [String: (times: Int, first: ReplicatedRevision?)] = Dictionary(minimumCapacity: batch.missing.count)
+        var named: [String: (times: Int, change: ChangedDocument?)] = Dictionary(minimumCapacity: batch.missing.count)
         for missing in batch.missing { named[missing.id] = (0, nil) }
         for change in batch.changes.changes {
             guard let index = named.index(forKey: change.id) else { continue }
-            named.values[index] = (named.values[index].times + 1, change.firstRevision)
+            named.values[index] = (named.values[index].times + 1, change)
         }
-        var carried: [FetchedRevision] = []
+        var carried: [ChangedDocument] = []
         var toRead: [MissingRevisions] = []
         for missing in batch.missing {
-            if case let (times, revision?)? = named[missing.id], times == 1, missing.missing == [revision.revision] {
-                carried.append(.found(revision))
+            if case let (times, change?)? = named[missing.id], times == 1, change.carriedDocument != nil, change.onlyRevisionIsFirst,
+               missing.missing == change.revisions {
+                carried.append(change)
             } else {
                 toRead.append(missing)
             }

@@ -46,7 +46,7 @@ struct RevisionFinder: Sendable {
             var probe = batch
             probe.missing = try await target.missingRevisions(question)
             if batch.missingFound == 0 { batch.missingFound = Self.count(probe.missing) }
-            let (made, toFetch) = RevisionFetcher.carried(probe)
+            let toFetch = RevisionFetcher.carried(probe).toRead
             let fetched = Set(toFetch.map(\.id))
             let carried = probe.missing.filter { !fetched.contains($0.id) }
             guard case .claimed(let ticket, var free, let held) = claims.claim(toFetch, by: owner, asked: asked) else {
@@ -56,14 +56,12 @@ struct RevisionFinder: Sendable {
             free += carried
             if held.isEmpty || ContinuousClock.now >= deadline {
                 batch.missing = free + held
-                batch.carried = made
                 batch.claim = ticket
                 return
             }
             if !free.isEmpty {
                 var part = batch
                 part.missing = free
-                part.carried = made
                 part.claim = ticket
                 part.isLastPart = false
                 await output.send(part)
