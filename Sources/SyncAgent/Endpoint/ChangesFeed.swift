@@ -117,6 +117,9 @@ public struct ChangeBatch: Sendable {
     /// (``ChangeFeedRequest/targetWinners``): counted as checked and completed with this batch.
     public var alreadyHeld: Int
 
+    /// How many changes the batch accounts for: its rows and those left out as held.
+    public var count: Int { changes.count + alreadyHeld }
+
     /// A batch.
     public init(changes: [ChangedDocument], lastSequence: ChangeSequence, pending: Int?, caughtUp: Bool, alreadyHeld: Int = 0) {
         self.changes = changes

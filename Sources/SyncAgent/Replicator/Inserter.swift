@@ -15,11 +15,11 @@ struct Inserter: Sendable {
 
     func run(from input: AsyncChannel<ReplicationBatch>) async throws {
         var counts = ReplicationProgress.InsertedCounts()
+        let targetWinners = target.recentWinners
         for await part in input {
             var revisions: [ReplicatedRevision] = []
             revisions.reserveCapacity(part.fetched.count)
             var writtenSince = 0
-            let targetWinners = target.recentWinners
             for fetched in part.fetched {
                 switch fetched {
                 case .found(let revision):

@@ -56,7 +56,7 @@ final class ReplicationProgress: Sendable {
     /// The reader has read a batch; it enters the pipeline.
     func read(_ batch: ChangeBatch) {
         update { state in
-            state.changesRead += batch.changes.count + batch.alreadyHeld
+            state.changesRead += batch.count
             if let pending = batch.pending { state.pending = pending } else if batch.caughtUp { state.pending = 0 }
             if batch.pending != nil || batch.caughtUp { state.status.changesPending = state.pending }
             state.inFlight += 1
@@ -94,7 +94,7 @@ final class ReplicationProgress: Sendable {
             state.status.revisionsChecked += batch.revisionCount
             state.status.missingRevisionsFound += batch.missingFound
             state.status.throughSequence = batch.changes.lastSequence
-            state.status.completed += batch.changes.changes.count + batch.changes.alreadyHeld
+            state.status.completed += batch.changes.count
             state.status.total = max(state.status.total, state.status.completed)
             state.completedSequence = batch.changes.lastSequence
             state.completedAt.append((batch.changes.lastSequence, state.status.completed))
