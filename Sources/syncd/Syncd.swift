@@ -20,6 +20,7 @@ struct Syncd: AsyncParsableCommand {
         subcommands: [
             AgentCommand.self,
             StatusCommand.self,
+            ReloadCommand.self,
             InfoCommand.self,
             IdCommand.self,
             PairCommand.self,

@@ -256,12 +256,14 @@ final class AgentTests: XCTestCase {
             """
         for agent in [a, b] {
             try Self.configuration(shared).write(toFile: agent.directory + "/syncd.toml", atomically: true, encoding: .utf8)
-            agent.process.signal(SIGHUP)
         }
-        // A reload is applied after the signal returns: writes wait for the agent to say it is done.
-        for agent in [a, b] {
-            try await agent.waitUntil("the agent reloads") { agent.process.errorText.contains("configuration reloaded") }
-        }
+        // B by signal, which returns before the reload is applied: wait for the agent to say it is done.
+        b.process.signal(SIGHUP)
+        try await b.waitUntil("B reloads") { b.process.errorText.contains("configuration reloaded") }
+        // A by `syncd reload`, which returns once it is applied: the new database is there at once.
+        let reload = try a.syncd(["reload"])
+        XCTAssertEqual(reload.status, 0, reload.errorOutput)
+        XCTAssertEqual(reload.output, "configuration reloaded")
         try await a.put("notes", "n1", ["text": "hello"])
         try await b.waitUntil("B has the new database's document") { try await b.get("notes", "n1") != nil }
         let replications = try await b.status().replications
@@ -270,10 +272,20 @@ final class AgentTests: XCTestCase {
 
         // An invalid file changes nothing and says which key is wrong.
         try "[listener]\nport = \"x\"\n".write(toFile: b.directory + "/syncd.toml", atomically: true, encoding: .utf8)
-        b.process.signal(SIGHUP)
-        try await b.waitUntil("B logs the refusal") { b.process.errorText.contains("listener.port must be an integer") }
+        let refused = try b.syncd(["reload"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.errorOutput.hasPrefix("configuration not reloaded: "), refused.errorOutput)
+        XCTAssertTrue(refused.errorOutput.contains("listener.port must be an integer"), refused.errorOutput)
+        XCTAssertTrue(b.process.errorText.contains("listener.port must be an integer"), "the agent logs the refusal too")
         let unchanged = try await b.status().replications
         XCTAssertEqual(unchanged.count, 2)
+        // The same by signal: logged, nothing changed.
+        b.process.signal(SIGHUP)
+        try await b.waitUntil("B logs the refusal again") {
+            b.process.errorText.components(separatedBy: "listener.port must be an integer").count == 3
+        }
+        let stillTwo = try await b.status().replications
+        XCTAssertEqual(stillTwo.count, 2)
     }
 
     func testTheListenerTakesItsDeadlinesFromTheConfiguration() async throws {

@@ -18,7 +18,7 @@ import Store
 ///
 /// `reload()` (SIGHUP) rereads the configuration: replications whose settings
 /// did not change keep running.
-public final class Agent: Service, AgentStatusSource, Sendable {
+public final class Agent: Service, RunningAgent, Sendable {
     /// The node run: the directory lock, databases, identity, users and peers.
     public let node: Node
     /// Where the control socket is.
@@ -33,6 +33,8 @@ public final class Agent: Service, AgentStatusSource, Sendable {
     private let logger: Logger
     private let started = Date()
     private let state: Locked<State>
+    /// Held while a reload reads and applies the file.
+    private let reloading = Locked(())
 
     private struct State {
         var configuration: AgentConfiguration
@@ -149,8 +151,20 @@ public final class Agent: Service, AgentStatusSource, Sendable {
         SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
     }
 
-    /// Rereads the configuration file and applies it; an invalid file changes nothing.
+    /// Rereads the configuration file and applies it before returning (SIGHUP, `syncd reload`);
+    /// an invalid file changes nothing and is logged. One reload runs at a time.
     public func reload() throws(ConfigurationError) {
+        try reloading.withLock { _ throws(ConfigurationError) in
+            do throws(ConfigurationError) {
+                try applyConfigurationFile()
+            } catch {
+                logger.error("configuration not reloaded: \(error)")
+                throw error
+            }
+        }
+    }
+
+    private func applyConfigurationFile() throws(ConfigurationError) {
         let configuration = try AgentConfiguration.load(path: configurationPath)
         let previous = self.configuration
         if configuration.listenHost != previous.listenHost || configuration.listenPort != previous.listenPort {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import JSON
 import NIOCore
 import NIOHTTP1
 
@@ -52,6 +53,16 @@ public struct ControlClient: Sendable {
         } catch {
             throw Failure.badAnswer("\(error)")
         }
+    }
+
+    /// Has the agent reread its configuration file; returns once it is applied. Throws
+    /// ``NodeControlError/reported(_:_:_:)`` with the agent's reason when the file is invalid
+    /// (the agent then keeps the configuration it had).
+    public func reload() async throws {
+        let (status, body) = try await request(.POST, "/_syncd/reload")
+        guard status != 200 else { return }
+        guard let json = try? JSON(parsing: body.readableBytesView) else { throw Failure.badAnswer("HTTP \(status)") }
+        throw NodeControlError.reported(status, json["error"]?.stringValue ?? "unknown_error", json["reason"]?.stringValue ?? "HTTP \(status)")
     }
 
     /// Sends `method path` (with a JSON `body`, if given) to the agent's CouchDB API and

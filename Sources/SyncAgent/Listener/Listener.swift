@@ -63,7 +63,7 @@ public final class Listener: Sendable {
     /// How the listener serves.
     public let configuration: ListenerConfiguration
     /// The running agent, whose status `GET /_syncd` serves (server admins and the control socket).
-    let agent: (any AgentStatusSource)?
+    let agent: (any RunningAgent)?
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
     /// The rows of the continuous feeds' latest pages, written once for every feed sending them.
@@ -83,7 +83,7 @@ public final class Listener: Sendable {
     let logger: Logger
 
     /// A listener over `node`; `agent`, when an agent runs the node, answers `GET /_syncd`.
-    public init(node: Node, configuration: ListenerConfiguration, agent: (any AgentStatusSource)? = nil,
+    public init(node: Node, configuration: ListenerConfiguration, agent: (any RunningAgent)? = nil,
                 logger: Logger = Logger(label: "syncd.listener")) {
         self.node = node
         self.configuration = configuration
@@ -157,10 +157,12 @@ public final class Listener: Sendable {
     }
 }
 
-/// What answers `GET /_syncd`: the running agent.
-public protocol AgentStatusSource: Sendable {
+/// The running agent, as the control API reaches it: `GET /_syncd` and `POST /_syncd/reload`.
+public protocol RunningAgent: Sendable {
     /// What the agent is doing now.
     func status() -> AgentStatus
+    /// Rereads the configuration file and applies it before returning; an invalid file changes nothing.
+    func reload() throws(ConfigurationError)
 }
 
 /// A service that removes `listener.json` when it ends.

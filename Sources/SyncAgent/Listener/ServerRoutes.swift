@@ -40,6 +40,11 @@ extension CouchResponder {
             guard let status = listener.agent?.status() else { throw CouchError.notFound("missing") }
             let bytes = try AgentStatus.encoder.encode(status)
             return Self.bytesResponse(Array(bytes))
+        case ("_syncd/reload", .post):
+            // `syncd reload`: answers once the configuration is applied, or why it is not.
+            guard let agent = listener.agent else { throw CouchError.notFound("missing") }
+            do { try agent.reload() } catch { throw CouchError(.badRequest, "bad_request", error.description) }
+            return Self.json(["ok": true])
         case (let path, _) where path.hasPrefix("_syncd/"):
             return try await nodeControl(String(path.dropFirst("_syncd/".count)), method: method, &exchange)
         case ("_session", _):
@@ -52,7 +57,7 @@ extension CouchResponder {
             return try schedulerDocs(exchange)
         case ("_node/_local/_prometheus", .get):
             return prometheus()
-        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_introductions", _), ("_syncd", _), ("_active_tasks", _), ("_scheduler/jobs", _),
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_pair", _), ("_introductions", _), ("_syncd", _), ("_syncd/reload", _), ("_active_tasks", _), ("_scheduler/jobs", _),
              ("_scheduler/docs", _), ("_node/_local/_prometheus", _):
             throw CouchError.methodNotAllowed
         default:
