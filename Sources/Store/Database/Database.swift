@@ -91,7 +91,10 @@ public final class Database: Sendable {
         let connection = try Connection(path: path, readOnly: false)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = \(options.fullSync ? "FULL" : "NORMAL")")
-        try connection.execute("PRAGMA cache_size = -16000")
+        // Pages the writer only reads come from the readers' mapping of the file (the OS's
+        // cache, shared); its own cache then holds little more than the pages it changes.
+        try connection.execute("PRAGMA mmap_size = \(Readers.mappedBytes)")
+        try connection.execute("PRAGMA cache_size = -4000")
         // Checkpoints run on their own connection and thread (LogCheckpointer).
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try Schema.migrate(connection)
@@ -165,7 +168,7 @@ public final class Database: Sendable {
     /// cache (pages are read again when next needed) and the read connections
     /// not in use (reopened when next needed). For a database gone idle: a
     /// listener serving many databases would otherwise keep each one's caches
-    /// (up to 16 MB for the writer) for as long as it runs.
+    /// (up to 4 MB for the writer) for as long as it runs.
     public func releaseMemory() {
         writer.releaseMemory()
         readers.closeUnused()
