@@ -3,9 +3,25 @@
 /// back and serializes to the same text, as revision ids (digests of that
 /// text) need on every peer. (The value may change form: `-1E16` parses as a
 /// double and comes back as an exact big integer of the same value.)
+///
+/// The same bytes go to ``JSONReader``, as a changes feed's rows do: read whole
+/// (`value()`), it accepts exactly what the parser accepts and builds the same
+/// value; walked part by part (members, elements, strings, literals, text, skips,
+/// chosen by the input's own bytes), it never crashes and accepts all the parser does.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSONParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard let value = try? JSON(parsing: UnsafeBufferPointer(start: data, count: size)) else { return 0 }
+    let bytes = UnsafeBufferPointer(start: data, count: size)
+    let parsed = try? JSON(parsing: bytes)
+    let read = try? JSONReader.read(bytes) { reader in try reader.value() }
+    guard read == parsed else {
+        fatalError("JSONReader read \(String(describing: read)) where the parser gave \(String(describing: parsed))")
+    }
+    var walk = ReaderWalk(choices: bytes)
+    let walked = (try? JSONReader.read(bytes) { reader in try walk.visit(&reader, depth: 0) }) != nil
+    if parsed != nil, !walked {
+        fatalError("JSONReader refused, walked part by part, what the parser accepts")
+    }
+    guard let value = parsed else { return 0 }
     let text = value.serializedBytes()
     guard let again = try? JSON(parsing: text) else {
         fatalError("serialized JSON does not parse: \(String(decoding: text, as: UTF8.self))")
@@ -15,4 +31,26 @@ public func fuzzJSONParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         fatalError("\(String(decoding: text, as: UTF8.self)) serializes as \(String(decoding: textAgain, as: UTF8.self)) once parsed")
     }
     return 0
+}
+
+/// Walks a value with ``JSONReader``, picking at each value what to ask for from the next
+/// byte of `choices` (the input itself), so one input covers many ways of reading it.
+private struct ReaderWalk {
+    let choices: UnsafeBufferPointer<UInt8>
+    var next = 0
+
+    mutating func visit(_ reader: inout JSONReader, depth: Int) throws {
+        let choice = choices.isEmpty ? 0 : Int(choices[next % choices.count]) % 7
+        next += 1
+        guard depth < JSON.maximumDepth + 8 else { return try reader.skip() }
+        switch choice {
+        case 0: _ = try reader.members { _, member in try self.visit(&member, depth: depth + 1) }
+        case 1: _ = try reader.elements { element in try self.visit(&element, depth: depth + 1) }
+        case 2: _ = try reader.string()
+        case 3: _ = try reader.bool()
+        case 4: _ = try reader.text()
+        case 5: try reader.skip()
+        default: _ = try reader.value()
+        }
+    }
 }
