@@ -46,7 +46,7 @@ struct AgentCommand: AsyncParsableCommand {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let reloads = Task {
             for await _ in hangups {
-                try? agent.reload()  // a refusal is logged by the agent
+                try? await agent.reload()  // a refusal is logged by the agent
             }
         }
         defer { reloads.cancel() }

@@ -276,7 +276,8 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.errorOutput.hasPrefix("configuration not reloaded: "), refused.errorOutput)
         XCTAssertTrue(refused.errorOutput.contains("listener.port must be an integer"), refused.errorOutput)
-        XCTAssertTrue(b.process.errorText.contains("listener.port must be an integer"), "the agent logs the refusal too")
+        // The agent logs the refusal too (its output is read on another thread: wait for it).
+        try await b.waitUntil("B logs the refusal") { b.process.errorText.contains("listener.port must be an integer") }
         let unchanged = try await b.status().replications
         XCTAssertEqual(unchanged.count, 2)
         // The same by signal: logged, nothing changed.

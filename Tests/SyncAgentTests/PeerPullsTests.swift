@@ -38,9 +38,17 @@ final class PeerPullsTests: XCTestCase {
 
         // d3 is no longer shared and d4 is: d1 and d2 keep their sessions (no second catch-up).
         let before = pulls.replications
-        await pulls.update(databases: ["d1": nil, "d2": nil, "d4": nil])
+        await pulls.update(databases: ["d1": nil, "d2": nil, "d4": nil]).value
         try await waitUntil("B follows d4 instead of d3", timeout: .seconds(30)) { pulled(["d1", "d2", "d4"]) }
         XCTAssertEqual(pulls.replications["d1"]?.docsRead, before["d1"]?.docsRead)
+
+        // Two updates whose work finishes in the other order end on the last one's databases.
+        let first = pulls.update(databases: ["d1": nil])
+        let second = pulls.update(databases: ["d1": nil, "d2": nil, "d4": nil])
+        await second.value
+        await first.value
+        XCTAssertEqual(Set(pulls.databases.keys), ["d1", "d2", "d4"])
+        try await waitUntil("B follows d2 and d4 again", timeout: .seconds(30)) { pulled(["d1", "d2", "d4"]) }
 
         await pulls.stop(quickly: false)
         XCTAssertNil(pulls.connection)

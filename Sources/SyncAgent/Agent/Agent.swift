@@ -90,12 +90,19 @@ public final class Agent: Service, RunningAgent, Sendable {
             startDiscovery(port: record.port)
             await onListening(record.urls)
         }
-        let control = try listener.controlService(path: controlSocket)
+        // The control socket accepts before the listener binds, so once systemd hears READY=1
+        // (the listener bound) `syncd reload` and `status` reach the agent.
+        let (controlBound, bound) = AsyncStream.makeStream(of: Never.self)
+        let control = try listener.controlService(path: controlSocket, onBound: { bound.finish() })
         defer { unlink(controlSocket) }
         // Subscribed before the first reconciliation, so no pairing made after it is missed.
         let pairings = node.peers.changes()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await served.run() }
+            group.addTask {
+                for await _ in controlBound {}
+                try Task.checkCancellation()
+                try await served.run()
+            }
             group.addTask { try await control.run() }
             group.addTask { [self] in
                 await cancelWhenGracefulShutdown {
@@ -151,20 +158,23 @@ public final class Agent: Service, RunningAgent, Sendable {
         SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
     }
 
-    /// Rereads the configuration file and applies it before returning (SIGHUP, `syncd reload`);
-    /// an invalid file changes nothing and is logged. One reload runs at a time.
-    public func reload() throws(ConfigurationError) {
-        try reloading.withLock { _ throws(ConfigurationError) in
+    /// Rereads the configuration file and applies it (SIGHUP, `syncd reload`); returns once the
+    /// replications whose settings changed have stopped and their successors started. An invalid
+    /// file changes nothing and is logged. Files are read and applied one reload at a time.
+    public func reload() async throws(ConfigurationError) {
+        let work = try reloading.withLock { _ throws(ConfigurationError) -> [Task<Void, Never>] in
             do throws(ConfigurationError) {
-                try applyConfigurationFile()
+                return try applyConfigurationFile()
             } catch {
                 logger.error("configuration not reloaded: \(error)")
                 throw error
             }
         }
+        for task in work { await task.value }
     }
 
-    private func applyConfigurationFile() throws(ConfigurationError) {
+    /// Reads and applies the file; returns the tasks still stopping and starting replications.
+    private func applyConfigurationFile() throws(ConfigurationError) -> [Task<Void, Never>] {
         let configuration = try AgentConfiguration.load(path: configurationPath)
         let previous = self.configuration
         if configuration.listenHost != previous.listenHost || configuration.listenPort != previous.listenPort {
@@ -179,12 +189,12 @@ public final class Agent: Service, RunningAgent, Sendable {
             logger.warning("discovery settings changed in \(configurationPath): they take effect when the agent restarts")
         }
         state.withLock { $0.configuration = configuration }
-        apply(configuration)
-        reconcilePeers()
+        let work = apply(configuration) + reconcilePeers()
         if let port = state.withLock({ $0.advertiser?.advertisement.port }) {
             try? state.withLock { $0.advertiser }?.update(port: port, txt: [TXTKey.database: advertisedDatabases(configuration)])
         }
         logger.notice("configuration reloaded from \(configurationPath)")
+        return work
     }
 
     /// What the agent is doing now.
@@ -232,7 +242,9 @@ public final class Agent: Service, RunningAgent, Sendable {
     // MARK: Configuration
 
     /// Shares the configured databases, records static addresses, and starts or stops remotes.
-    private func apply(_ configuration: AgentConfiguration) {
+    /// Applies `configuration`; returns the tasks stopping the remotes it no longer wants.
+    @discardableResult
+    private func apply(_ configuration: AgentConfiguration) -> [Task<Void, Never>] {
         node.sharing.share(configuration.databases)
         for database in configuration.databases { _ = try? node.catalog.openOrCreate(database.name) }
         let paired = (try? node.peers.all()) ?? []
@@ -240,10 +252,10 @@ public final class Agent: Service, RunningAgent, Sendable {
             let configured = configuration.peers.filter { PeerStore.matches(peer, $0.peer) }.flatMap(\.addresses)
             addresses.configure(uuid: peer.uuid, configured)
         }
-        reconcileRemotes(configuration)
+        return reconcileRemotes(configuration)
     }
 
-    private func reconcileRemotes(_ configuration: AgentConfiguration) {
+    private func reconcileRemotes(_ configuration: AgentConfiguration) -> [Task<Void, Never>] {
         let wanted = Set(configuration.remotes)
         let (stale, missing): ([RemoteLink], [AgentConfiguration.RemoteDatabase]) = state.withLock { state in
             // Gone from the configuration, or its database's filters changed: stopped (and the latter started again).
@@ -255,7 +267,7 @@ public final class Agent: Service, RunningAgent, Sendable {
             for key in stale.keys { state.remotes.removeValue(forKey: key) }
             return (Array(stale.values), wanted.filter { state.remotes[$0] == nil })
         }
-        for link in stale { Task { await link.stop() } }
+        let stopping = stale.map { link in Task { await link.stop() } }
         for remote in missing {
             do {
                 let link = try RemoteLink(remote, database: try node.catalog.openOrCreate(remote.database),
@@ -269,14 +281,16 @@ public final class Agent: Service, RunningAgent, Sendable {
                 logger.error("cannot replicate with \(remote.url): \(error)")
             }
         }
+        return stopping
     }
 
     // MARK: Peers
 
     /// Starts a link for each new peer, restarts those whose databases or filters
-    /// changed, and stops those no longer paired.
-    private func reconcilePeers() {
-        guard let paired = try? node.peers.all() else { return }
+    /// changed, and stops those no longer paired; returns the tasks of the links changing.
+    @discardableResult
+    private func reconcilePeers() -> [Task<Void, Never>] {
+        guard let paired = try? node.peers.all() else { return [] }
         let configuration = self.configuration
         var wanted: [String: (PairedPeer, [String: ReplicationFilter?])] = [:]
         for peer in paired {
@@ -315,7 +329,7 @@ public final class Agent: Service, RunningAgent, Sendable {
         for task in stopped { task.cancel() }
         if !stopped.isEmpty { countPeersOnline() }
         // Databases added, removed or refiltered: the link's other replications keep running.
-        for (link, filters) in changed { Task { await link.update(databases: filters) } }
+        return changed.map { link, filters in link.update(databases: filters) }
     }
 
     private func stopReplications() async {

@@ -57,12 +57,23 @@ public struct ControlClient: Sendable {
 
     /// Has the agent reread its configuration file; returns once it is applied. Throws
     /// ``NodeControlError/reported(_:_:_:)`` with the agent's reason when the file is invalid
-    /// (the agent then keeps the configuration it had).
+    /// (the agent then keeps the configuration it had), ``Failure/badAnswer(_:)`` for any
+    /// other answer (an agent started before `reload` existed answers 404).
     public func reload() async throws {
-        let (status, body) = try await request(.POST, "/_syncd/reload")
-        guard status != 200 else { return }
-        guard let json = try? JSON(parsing: body.readableBytesView) else { throw Failure.badAnswer("HTTP \(status)") }
-        throw NodeControlError.reported(status, json["error"]?.stringValue ?? "unknown_error", json["reason"]?.stringValue ?? "HTTP \(status)")
+        // Replications whose settings changed are stopped (they checkpoint) before the answer.
+        let (status, body) = try await request(.POST, "/_syncd/reload", timeout: .seconds(60))
+        switch status {
+        case 200:
+            return
+        case 400:
+            let json = try? JSON(parsing: body.readableBytesView)
+            throw NodeControlError.reported(status, json?["error"]?.stringValue ?? "bad_request",
+                                            json?["reason"]?.stringValue ?? "the configuration file is invalid")
+        case 404:
+            throw Failure.badAnswer("the agent does not know reload (HTTP 404): it predates this syncd; restart it, or send it SIGHUP")
+        default:
+            throw Failure.badAnswer("HTTP \(status)")
+        }
     }
 
     /// Sends `method path` (with a JSON `body`, if given) to the agent's CouchDB API and

@@ -162,7 +162,7 @@ public protocol RunningAgent: Sendable {
     /// What the agent is doing now.
     func status() -> AgentStatus
     /// Rereads the configuration file and applies it before returning; an invalid file changes nothing.
-    func reload() throws(ConfigurationError)
+    func reload() async throws(ConfigurationError)
 }
 
 /// A service that removes `listener.json` when it ends.
@@ -191,8 +191,9 @@ extension Listener {
     /// The same API on a Unix socket at `path` (mode 0660: the owner and its
     /// group), where every request is the data directory's owner: how other
     /// `syncd` commands work through a running agent (`syncd status`,
-    /// `replicate` to a local database). A stale socket file is replaced.
-    public func controlService(path: String) throws -> some Service {
+    /// `replicate` to a local database). A stale socket file is replaced;
+    /// `onBound` runs once the socket accepts.
+    public func controlService(path: String, onBound: @escaping @Sendable () -> Void = {}) throws -> some Service {
         unlink(path)
         let logger = logger
         return HTTPService(
@@ -201,6 +202,7 @@ extension Listener {
             address: .unixDomainSocket(path: path),
             onServerRunning: { _ in
                 if chmod(path, 0o660) != 0 { logger.error("cannot restrict the control socket \(path): errno \(errno)") }
+                onBound()
             },
             logger: logger
         )

@@ -43,7 +43,7 @@ extension CouchResponder {
         case ("_syncd/reload", .post):
             // `syncd reload`: answers once the configuration is applied, or why it is not.
             guard let agent = listener.agent else { throw CouchError.notFound("missing") }
-            do { try agent.reload() } catch { throw CouchError(.badRequest, "bad_request", error.description) }
+            do { try await agent.reload() } catch { throw CouchError(.badRequest, "bad_request", error.description) }
             return Self.json(["ok": true])
         case (let path, _) where path.hasPrefix("_syncd/"):
             return try await nodeControl(String(path.dropFirst("_syncd/".count)), method: method, &exchange)

@@ -71,10 +71,10 @@ final class PeerLink: Sendable {
     /// The databases pulled, with the pull filter of each.
     var databases: [String: ReplicationFilter?] { pulls.databases }
 
-    /// Pulls `databases` from now on: replications of databases whose filter did not
-    /// change keep running; others stop (they checkpoint) or start.
-    func update(databases: [String: ReplicationFilter?]) async {
-        await pulls.update(databases: databases)
+    /// Pulls `databases` from now on (recorded at once): replications of databases whose filter
+    /// did not change keep running; others stop (they checkpoint) or start, done when the task ends.
+    func update(databases: [String: ReplicationFilter?]) -> Task<Void, Never> {
+        pulls.update(databases: databases)
     }
 
     /// The peer's state, address in use and, when offline, why.

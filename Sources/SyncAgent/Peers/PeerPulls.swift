@@ -60,16 +60,20 @@ final class PeerPulls: Sendable {
     var connection: PeerConnection? { state.withLock { $0.connection } }
 
     /// Pulls `databases` from now on: pulls of databases whose filter did not change
-    /// keep running; others stop (they checkpoint) or start.
-    func update(databases: [String: ReplicationFilter?]) async {
+    /// keep running; others stop (they checkpoint) or start. The databases are recorded
+    /// before this returns, so updates whose tasks run out of order still end on the last
+    /// one's; the task stops the stale pulls and starts what is missing then.
+    func update(databases: [String: ReplicationFilter?]) -> Task<Void, Never> {
         let stale = state.withLock { state in
             state.databases = databases
             let stale = state.pulls.filter { name, pull in databases[name].map { $0 != pull.filter } ?? true }
             for name in stale.keys { state.pulls.removeValue(forKey: name) }
             return stale
         }
-        await stop(stale)
-        startMissing()
+        return Task {
+            await self.stop(stale)
+            self.startMissing()
+        }
     }
 
     /// Pulls every database over `connection`, which this now owns until ``stop(quickly:)``.
