@@ -17,7 +17,7 @@ public func fuzzJSONParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         fatalError("JSONReader read \(String(describing: read)) where the parser gave \(String(describing: parsed))")
     }
     var walk = ReaderWalk(choices: bytes)
-    let walked = (try? JSONReader.read(bytes) { reader in try walk.visit(&reader, depth: 0) }) != nil
+    let walked = (try? JSONReader.read(bytes) { reader in try walk.visit(&reader) }) != nil
     if parsed != nil, !walked {
         fatalError("JSONReader refused, walked part by part, what the parser accepts")
     }
@@ -39,13 +39,13 @@ private struct ReaderWalk {
     let choices: UnsafeBufferPointer<UInt8>
     var next = 0
 
-    mutating func visit(_ reader: inout JSONReader, depth: Int) throws {
+    /// Recurses as deep as the input nests: the reader's own depth limit bounds it.
+    mutating func visit(_ reader: inout JSONReader) throws {
         let choice = choices.isEmpty ? 0 : Int(choices[next % choices.count]) % 7
         next += 1
-        guard depth < JSON.maximumDepth + 8 else { return try reader.skip() }
         switch choice {
-        case 0: _ = try reader.members { _, member in try self.visit(&member, depth: depth + 1) }
-        case 1: _ = try reader.elements { element in try self.visit(&element, depth: depth + 1) }
+        case 0: _ = try reader.members { _, member in try self.visit(&member) }
+        case 1: _ = try reader.elements { element in try self.visit(&element) }
         case 2: _ = try reader.string()
         case 3: _ = try reader.bool()
         case 4: _ = try reader.text()

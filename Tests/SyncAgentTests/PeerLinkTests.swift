@@ -18,9 +18,12 @@ final class PeerLinkTests: XCTestCase {
         let link = PeerLink(peer: peer, databases: Dictionary(uniqueKeysWithValues: databases.map { ($0, nil) }),
                             context: b.linkContext(book))
         let running = Task { await link.run() }
-        try await waitUntil("B has pulled every database and follows A's feeds", timeout: .seconds(30)) {
+        // Idle and checkpointed: a checkpoint written while A is probed would borrow a connection too.
+        try await waitUntil("B has pulled and checkpointed every database and follows A's feeds", timeout: .seconds(30)) {
             let replications = link.replications
-            return replications.count == 3 && replications.values.allSatisfy { $0.activity == .idle && $0.docsWritten == 20 }
+            return replications.count == 3 && replications.values.allSatisfy {
+                $0.activity == .idle && $0.docsWritten == 20 && $0.checkpointedSequence == $0.throughSequence
+            }
         }
         XCTAssertEqual(link.connection.state, .online)
         XCTAssertEqual(link.connection.address, forwarder.address)

@@ -76,7 +76,7 @@ public struct AgentControl: NodeControl {
             let seconds = Int64(min(left, CouchResponder.longestInvitationWait).components.seconds)
             let (status, body) = try await client.request(.GET, "/_syncd/invitations/\(Self.segment(handle))?wait=\(seconds)",
                                                           timeout: .seconds(seconds + 10))
-            let json = try Self.answer(status, body)
+            let json = try ControlClient.answer(status, body)
             guard let state = InvitationState(json: json) else { throw ControlClient.Failure.badAnswer("no invitation state") }
             if state.outcome != .open || Task.isCancelled { return state.outcome }
             if let deadline, deadline <= .now { return .open }
@@ -92,7 +92,7 @@ public struct AgentControl: NodeControl {
         guard Catalog.isValidName(name) else { throw NodeControlError.invalid("'\(name)' is not a valid database name") }
         _ = try await client.request(.PUT, "/" + name)  // 412 when it exists
         let (status, body) = try await client.request(.GET, "/" + name)
-        let json = try Self.answer(status, body)
+        let json = try ControlClient.answer(status, body)
         return DatabaseSummary(uuid: json["uuid"]?.stringValue ?? "", documents: json["doc_count"]?.intValue ?? 0,
                                deleted: json["doc_del_count"]?.intValue ?? 0,
                                updateSequence: json["update_seq"].map { $0.stringValue ?? $0.serialized() } ?? "",
@@ -104,21 +104,12 @@ public struct AgentControl: NodeControl {
     private func ask<Value: Decodable>(_ method: HTTPMethod, _ path: String, body: JSON.Object? = nil,
                                        timeout: Duration = .seconds(10), as type: Value.Type) async throws -> Value {
         let (status, answer) = try await client.request(method, path, body: body.map { JSON.object($0).serializedBytes() }, timeout: timeout)
-        guard (200..<300).contains(status) else { _ = try Self.answer(status, answer); throw ControlClient.Failure.badAnswer("HTTP \(status)") }
+        guard (200..<300).contains(status) else { _ = try ControlClient.answer(status, answer); throw ControlClient.Failure.badAnswer("HTTP \(status)") }
         do {
             return try Self.decoder.decode(Value.self, from: Data(buffer: answer))
         } catch {
             throw ControlClient.Failure.badAnswer("\(error)")
         }
-    }
-
-    /// The answer's JSON when it succeeded; the node's refusal, as it said it, when not.
-    private static func answer(_ status: Int, _ body: ByteBuffer) throws -> JSON {
-        guard let json = try? JSON(parsing: body.readableBytesView) else { throw ControlClient.Failure.badAnswer("HTTP \(status), not JSON") }
-        guard (200..<300).contains(status) else {
-            throw NodeControlError.reported(status, json["error"]?.stringValue ?? "unknown_error", json["reason"]?.stringValue ?? "HTTP \(status)")
-        }
-        return json
     }
 
     /// `text` as one percent-encoded path segment.

@@ -66,14 +66,22 @@ public struct ControlClient: Sendable {
         case 200:
             return
         case 400:
-            let json = try? JSON(parsing: body.readableBytesView)
-            throw NodeControlError.reported(status, json?["error"]?.stringValue ?? "bad_request",
-                                            json?["reason"]?.stringValue ?? "the configuration file is invalid")
+            _ = try Self.answer(status, body)  // throws the agent's reason
+            throw Failure.badAnswer("HTTP 400")
         case 404:
             throw Failure.badAnswer("the agent does not know reload (HTTP 404): it predates this syncd; restart it, or send it SIGHUP")
         default:
             throw Failure.badAnswer("HTTP \(status)")
         }
+    }
+
+    /// The answer's JSON when it succeeded; the node's refusal, as it said it, when not.
+    static func answer(_ status: Int, _ body: ByteBuffer) throws -> JSON {
+        guard let json = try? JSON(parsing: body.readableBytesView) else { throw Failure.badAnswer("HTTP \(status), not JSON") }
+        guard (200..<300).contains(status) else {
+            throw NodeControlError.reported(status, json["error"]?.stringValue ?? "unknown_error", json["reason"]?.stringValue ?? "HTTP \(status)")
+        }
+        return json
     }
 
     /// Sends `method path` (with a JSON `body`, if given) to the agent's CouchDB API and
