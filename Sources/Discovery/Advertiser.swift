@@ -1,3 +1,4 @@
+import Locking
 import Logging
 
 /// Publishes one service, of any type and with any TXT, on the LAN through avahi-daemon.

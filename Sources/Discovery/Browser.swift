@@ -1,3 +1,4 @@
+import Locking
 import Logging
 
 /// Finds the services of one type on the LAN through avahi-daemon and reports them

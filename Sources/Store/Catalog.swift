@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Locking
 
 /// The databases in one data directory, each opened once and shared.
@@ -40,7 +40,7 @@ public final class Catalog: Sendable {
     }
 
     private func path(for name: String) -> String {
-        directory + "/" + name.replacingOccurrences(of: "/", with: "%2F") + ".sqlite"
+        directory + "/" + name.replacing("/", with: "%2F") + ".sqlite"
     }
 
     private func checkName(_ name: String) throws(StoreError) {
@@ -54,7 +54,7 @@ public final class Catalog: Sendable {
     public func names() -> [String] {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return files.filter { $0.hasSuffix(".sqlite") }
-            .map { String($0.dropLast(7)).replacingOccurrences(of: "%2F", with: "/") }
+            .map { String($0.dropLast(7)).replacing("%2F", with: "/") }
             .filter(Self.isValidName)
             .sorted()
     }

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Locking
 import Logging
 import ServiceLifecycle
 
@@ -37,9 +41,9 @@ public struct ShutdownDeadline: Service {
     public func run() async throws {
         try? await gracefulShutdown()
         let (limit, logger, exit) = (self.limit, self.logger, self.exit)
-        Thread.detachNewThread {
-            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-            Thread.sleep(forTimeInterval: seconds)
+        DetachedThread.start(name: "syncd-deadline") {
+            let end = ContinuousClock.now + limit
+            while ContinuousClock.now < end { usleep(100_000) }  // a signal may cut a sleep short
             logger.warning("shutdown took longer than \(limit); exiting with requests still running")
             exit(ShutdownDeadline.exitStatus)
         }

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Discovery
 import Dispatch
-import Foundation
+import FoundationEssentials
 import SyncAgent
+import UnixSignals
 
 /// Advertises an existing listener on the LAN until stopped (SIGINT or SIGTERM withdraws it).
 struct AdvertiseCommand: AsyncParsableCommand {

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import QRCode
 import ServiceLifecycle
@@ -37,7 +40,7 @@ struct AgentCommand: AsyncParsableCommand {
             agent = try Agent(directory: data.path, configurationPath: configurationPath,
                               controlSocket: control.path(data: data), logger: logger)
         } catch let error as ConfigurationError {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            StandardStream.error.write("error: \(error)\n")
             throw ExitCode(78)  // EX_CONFIG
         }
         defer { agent.node.close() }
@@ -96,6 +99,6 @@ private struct ListeningPrinter: Sendable {
         } else {
             text += "\(peers.count) paired peer\(peers.count == 1 ? "" : "s"); sharing \(shared.joined(separator: ", "))\n"
         }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        StandardStream.output.write(text)
     }
 }

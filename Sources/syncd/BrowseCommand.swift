@@ -1,6 +1,6 @@
 import ArgumentParser
 import Discovery
-import Foundation
+import FoundationEssentials
 import SyncAgent
 
 /// Lists the syncd peers on the LAN, or follows them with `--watch`.
@@ -117,9 +117,9 @@ struct EventPrinter: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             guard let data = try? encoder.encode(line) else { return }
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            StandardStream.output.write(Array(data) + [UInt8(ascii: "\n")])
         } else {
-            (toError ? FileHandle.standardError : FileHandle.standardOutput).write(Data((text + "\n").utf8))
+            (toError ? StandardStream.error : StandardStream.output).write(text + "\n")
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 /// Where syncd keeps its databases, node identity and settings.
 struct DataOptions: ParsableArguments {

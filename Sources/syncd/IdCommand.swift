@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SyncAgent
 
 /// Prints who this node is: what a peer pins and what a user shares.
@@ -13,7 +13,7 @@ struct IdCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard NodeIdentity.exists(in: data.path) else {
-            FileHandle.standardError.write(Data("no syncd node in \(data.path) yet: `syncd agent` or `syncd pair` makes one\n".utf8))
+            StandardStream.error.write("no syncd node in \(data.path) yet: `syncd agent` or `syncd pair` makes one\n")
             throw ExitCode(1)
         }
         let identity = try NodeIdentity.loadOrCreate(in: data.path)

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import JSON
 import Logging
 import QRCode
@@ -139,7 +142,7 @@ struct PairCommand: AsyncParsableCommand {
         if json {
             let object: JSON = [
                 "url": .string(url.description), "uuid": .string(ticket.uuid), "id": .string(ticket.id.description),
-                "databases": .array(shared.map { .string($0) }), "expires": .string(ISO8601DateFormatter().string(from: ticket.expires)),
+                "databases": .array(shared.map { .string($0) }), "expires": .string(ticket.expires.formatted(.iso8601)),
                 "handle": .string(ticket.handle),
             ]
             print(String(decoding: object.serializedBytes(), as: UTF8.self))
@@ -154,8 +157,8 @@ struct PairCommand: AsyncParsableCommand {
         let interrupted = Task {
             for await _ in interrupts {
                 _ = try? await node.cancelInvitations(handle: ticket.handle)
-                FileHandle.standardError.write(Data("invitation cancelled\n".utf8))
-                Foundation.exit(130)
+                StandardStream.error.write("invitation cancelled\n")
+                Glibc.exit(130)
             }
         }
         defer { interrupted.cancel() }

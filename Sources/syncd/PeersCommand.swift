@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SyncAgent
 
 /// Lists and revokes paired peers.
@@ -34,7 +34,6 @@ struct PeersCommand: AsyncParsableCommand {
                 print("no paired peers (pair with `syncd pair`)")
                 return
             }
-            let dates = ISO8601DateFormatter()
             let names = Dictionary(peers.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
             for peer in peers {
                 let how = peer.isIntroduced ? "introduced by " + peer.introducedBy.map { names[$0] ?? $0.short }.joined(separator: ", ")
@@ -46,8 +45,8 @@ struct PeersCommand: AsyncParsableCommand {
                       member      \(how)
                       databases   \(peer.databases.joined(separator: ", "))
                       address     \(peer.lastAddress ?? "unknown")
-                      paired      \(dates.string(from: peer.pairedAt))
-                      last seen   \(peer.lastSeen.map(dates.string(from:)) ?? "never")
+                      paired      \(peer.pairedAt.formatted(.iso8601))
+                      last seen   \(peer.lastSeen.map { $0.formatted(.iso8601) } ?? "never")
                     """)
             }
         }

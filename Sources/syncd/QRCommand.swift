@@ -1,6 +1,10 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import QRCode
+import SyncAgent
 
 /// Shows a text (an endpoint URL) as a QR code in the terminal, and optionally writes it to a file.
 struct QRCommand: AsyncParsableCommand {
@@ -40,7 +44,7 @@ struct QRCommand: AsyncParsableCommand {
         print(code.terminalText(style: terminalStyle))
         var size = winsize()
         if isatty(STDOUT_FILENO) != 0, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, Int(size.ws_col) < code.size + 8 {
-            FileHandle.standardError.write(Data("warning: the code is \(code.size + 8) columns wide; the terminal has \(size.ws_col)\n".utf8))
+            StandardStream.error.write("warning: the code is \(code.size + 8) columns wide; the terminal has \(size.ws_col)\n")
         }
         if let output {
             let bytes: [UInt8] = switch Self.format(of: output) {

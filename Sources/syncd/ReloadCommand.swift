@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SyncAgent
 
 /// Has the running agent reread its configuration file, and waits until it is applied.
@@ -23,10 +23,10 @@ struct ReloadCommand: AsyncParsableCommand {
         do {
             try await ControlClient(socketPath: control.path(data: data)).reload()
         } catch let refusal as NodeControlError {
-            FileHandle.standardError.write(Data("configuration not reloaded: \(refusal)\n".utf8))
+            StandardStream.error.write("configuration not reloaded: \(refusal)\n")
             throw ExitCode(1)
         } catch let failure as ControlClient.Failure {
-            FileHandle.standardError.write(Data("\(failure)\n".utf8))
+            StandardStream.error.write("\(failure)\n")
             if case .noAgent = failure { throw ExitCode(3) }
             throw ExitCode(4)
         }

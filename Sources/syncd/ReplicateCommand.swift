@@ -1,6 +1,9 @@
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import JSON
 import Locking
 import Logging
@@ -147,7 +150,7 @@ struct ReplicateCommand: AsyncParsableCommand {
     }
 
     private static func failure(_ message: String, code: Int32 = 1) -> ExitCode {
-        FileHandle.standardError.write(Data(("error: " + RemoteURL.redact(message) + "\n").utf8))
+        StandardStream.error.write("error: " + RemoteURL.redact(message) + "\n")
         return ExitCode(code)
     }
 }
@@ -183,7 +186,7 @@ final class ProgressPrinter: Sendable {
     private func write(_ line: String, final: Bool) {
         lastLine.withLock { $0 = line }
         let text = live ? "\r\u{1B}[K" + line + (final ? "\n" : "") : line + "\n"
-        FileHandle.standardOutput.write(Data(text.utf8))
+        StandardStream.output.write(text)
     }
 
     static func line(_ status: ReplicationStatus) -> String {

@@ -1,9 +1,13 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import ServiceLifecycle
 import Store
 import SyncAgent
+import UnixSignals
 
 /// Serves the databases of the data directory over the CouchDB replication protocol until stopped.
 struct ServeCommand: AsyncParsableCommand {
@@ -93,11 +97,11 @@ struct ServeCommand: AsyncParsableCommand {
         let node = try Node(directory: data.path, maximumDocumentSize: maximumDocumentSize, logger: logger)
         defer { node.close() }
         if (try? node.users.names())?.isEmpty ?? true, (try? node.peers.all())?.isEmpty ?? true {
-            FileHandle.standardError.write(Data("""
+            StandardStream.error.write("""
                 warning: no users and no paired peers: clients can reach only databases opened to anonymous readers; \
                 add a user with `syncd user add NAME --admin` or pair with `syncd pair`
 
-                """.utf8))
+                """)
         }
         let identity = node.identity
         let tlsEnabled = tls
@@ -107,7 +111,7 @@ struct ServeCommand: AsyncParsableCommand {
         let server = try listener.recordedService { record in
             var lines = record.urls.map { "listening on \($0)\n" }.joined()
             if tlsEnabled { lines += "node ID \(identity.id)\n" }
-            FileHandle.standardOutput.write(Data(lines.utf8))
+            StandardStream.output.write(lines)
         }
         // SIGTERM lets requests finish for 5 s, then cancels them; at 10 s the process ends regardless.
         var services = ServiceGroupConfiguration(

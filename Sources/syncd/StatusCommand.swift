@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import SyncAgent
 
 /// Shows what the running agent is doing.
@@ -35,7 +38,7 @@ struct StatusCommand: AsyncParsableCommand {
             while true {
                 let text: String
                 do { text = try render(try await client.status()).text } catch { text = "\(error)\n" }
-                FileHandle.standardOutput.write(Data(("\u{1B}[H\u{1B}[2J" + text).utf8))
+                StandardStream.output.write("\u{1B}[H\u{1B}[2J" + text)
                 try await Task.sleep(for: .seconds(1))
             }
         }
@@ -43,7 +46,7 @@ struct StatusCommand: AsyncParsableCommand {
         do {
             status = try await client.status()
         } catch let failure as ControlClient.Failure {
-            FileHandle.standardError.write(Data("\(failure)\n".utf8))
+            StandardStream.error.write("\(failure)\n")
             if case .noAgent = failure { throw ExitCode(3) }
             throw ExitCode(4)
         }
@@ -51,10 +54,10 @@ struct StatusCommand: AsyncParsableCommand {
         do {
             (text, healthy) = try render(status)
         } catch let unknown as UnknownPeer {
-            FileHandle.standardError.write(Data("\(unknown)\n".utf8))
+            StandardStream.error.write("\(unknown)\n")
             throw ExitCode(2)
         }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        StandardStream.output.write(text)
         if !healthy { throw ExitCode(1) }
     }
 

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import SyncAgent
 
 /// Manages the users who may log in to the listener.
@@ -41,11 +44,11 @@ struct UserCommand: AsyncParsableCommand {
             if let passwordFile {
                 text = try String(contentsOfFile: passwordFile, encoding: .utf8)
             } else {
-                if isatty(STDIN_FILENO) != 0 { FileHandle.standardError.write(Data("password: ".utf8)) }
+                if isatty(STDIN_FILENO) != 0 { StandardStream.error.write("password: ") }
                 text = readLine(strippingNewline: false) ?? ""
             }
             let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+                .trimming { $0 == "\r" }
             guard !password.isEmpty else { throw ValidationError("the password is empty") }
             let given = roles + (admin ? [UserStore.adminRole] : [])
             let saved = try await withNode(data, control) {
@@ -67,7 +70,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard try await withNode(data, control, { try await $0.control.removeUser(name) }) else {
-                FileHandle.standardError.write(Data("no user \(name)\n".utf8))
+                StandardStream.error.write("no user \(name)\n")
                 throw ExitCode(1)
             }
             print("user \(name) removed")

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import SyncAgent
 
 /// Runs `body` on the data directory's node: through the running agent, or with the
@@ -34,7 +34,7 @@ func readNode<Value>(_ data: DataOptions, _ control: ControlOptions, nothing: Va
 func failure(_ error: any Error) -> any Error {
     switch error {
     case is NodeControlError, is NodeAccessError, is ControlClient.Failure, is DataDirectoryError, is PairingError:
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        StandardStream.error.write("error: \(error)\n")
         return ExitCode(1)
     default:
         return error

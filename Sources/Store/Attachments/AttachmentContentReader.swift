@@ -1,5 +1,8 @@
 import CZlib
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reads a gzip file's decompressed content in pieces, with zlib: how the
 /// store reads back attachments kept gzip-encoded, as CouchDB keeps

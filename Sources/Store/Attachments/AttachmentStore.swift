@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Locking
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import Crypto
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Locking
 
 /// The two digests of attachment content: CouchDB's MD5 (the `md5-` digest a
@@ -58,7 +58,7 @@ final class ContentDigests {
     /// SHA-256 in lower-case hex, and CouchDB's `md5-<base64>`.
     func finalize() -> (key: String, digest: String) {
         inFlight.wait()
-        let key = sha256.withLock { $0.finalize() }.map { String(format: "%02x", $0) }.joined()
+        let key = Hex.string(sha256.withLock { $0.finalize() })
         return (key, "md5-" + Data(md5.withLock { $0.finalize() }).base64EncodedString())
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Database {
     /// How many revisions of history each document keeps (CouchDB's `_revs_limit`, default 1000).

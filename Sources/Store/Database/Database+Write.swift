@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import JSON
 
@@ -176,6 +176,6 @@ extension Database {
     /// A new random id: 32 lower-case hex digits, as CouchDB makes document ids, database
     /// uuids and `_uuids`.
     public static func newDocumentID() -> String {
-        UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        UUID().uuidString.lowercased().replacing("-", with: "")
     }
 }

@@ -1,5 +1,5 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
 import Locking
 
 /// One document database: a SQLite file in WAL mode and a folder of

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Applies one validated document to its row inside the writer's transaction.
 enum DocumentUpdate {

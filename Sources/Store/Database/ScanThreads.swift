@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Locking
 #if canImport(Glibc)
 import Glibc
@@ -62,10 +62,7 @@ public enum ScanThreads {
 
         init(count: Int) {
             for index in 0..<count {
-                Thread.detachNewThread { [self] in
-                    Thread.current.name = "syncd-scan-\(index)"
-                    self.serve()
-                }
+                DetachedThread.start(name: "syncd-scan-\(index)") { [self] in self.serve() }
             }
         }
 

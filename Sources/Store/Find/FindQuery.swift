@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSON
 
 /// A Mango query: the body of `POST /{db}/_find` (or `_explain`), parsed and checked
@@ -181,7 +181,7 @@ public struct Bookmark: Sendable, Hashable {
 
     /// Reads a bookmark a previous answer gave.
     init(_ text: String) throws(StoreError) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = text.replacing("-", with: "+").replacing("_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64), case .array(let parts)? = try? JSON(parsing: Array(data)), parts.count == 2,
             let key = parts[0].stringValue.flatMap(Hex.bytes), let id = parts[1].stringValue
@@ -193,6 +193,6 @@ public struct Bookmark: Sendable, Hashable {
     public var text: String {
         let json: JSON = [.string(Hex.string(key)), .string(id)]
         return Data(json.serialized().utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            .replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
     }
 }

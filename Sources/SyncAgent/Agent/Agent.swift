@@ -1,5 +1,8 @@
 import Discovery
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Locking
 import Logging
 import ServiceLifecycle

@@ -1,5 +1,5 @@
 import Discovery
-import Foundation
+import FoundationEssentials
 import Store
 
 /// What `syncd agent` does, as its configuration file (`syncd.toml`) says:

@@ -1,5 +1,5 @@
 import Discovery
-import Foundation
+import FoundationEssentials
 import JSON
 import Store
 import TOMLKit
@@ -29,7 +29,7 @@ extension AgentConfiguration {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigurationError("cannot read the file: \(error.localizedDescription)", path: path)
+            throw ConfigurationError("cannot read the file: \(DataDirectory.describe(error))", path: path)
         }
         do {
             return try AgentConfiguration(toml: text)

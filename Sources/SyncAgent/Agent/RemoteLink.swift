@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Store
 
@@ -55,15 +58,14 @@ final class RemoteLink: Sendable {
 
     /// `text` with the `user:password` of the file `path` as its user information.
     static func url(_ text: String, credentialsFrom path: String) throws -> RemoteURL {
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & 0o007 != 0 {
+        if let status = FileStatus(path: path), status.permissions & 0o007 != 0 {
             throw ConfigurationError("the credentials file \(path) may be read by every user: chmod o-rwx it")
         }
         let content: String
         do {
             content = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigurationError("cannot read the credentials file \(path): \(error.localizedDescription)")
+            throw ConfigurationError("cannot read the credentials file \(path): \(DataDirectory.describe(error))")
         }
         let line = content.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         guard let colon = line.firstIndex(of: ":"), var components = URLComponents(string: text) else {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Locking
 
 /// Slows down guessing: each client address may fail `burst` times, then once

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
+import Logging
 
 extension Listener {
     /// Who a request proves to be: a user by Basic credentials or an
@@ -14,7 +15,7 @@ extension Listener {
         if let header = request.headers[.authorization] {
             let parts = header.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "basic" {
-                guard let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+                guard let decoded = Data(base64Encoded: String(parts[1]).trimmingWhitespace()),
                       let text = String(data: decoded, encoding: .utf8),
                       let colon = text.firstIndex(of: ":")
                 else { throw Self.unauthorized("Authorization header is malformed.") }
@@ -25,7 +26,7 @@ extension Listener {
             }
         }
         for cookie in request.headers[values: .cookie].flatMap({ $0.split(separator: ";") }) {
-            let pair = cookie.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            let pair = cookie.trimmingWhitespace().split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0] == "AuthSession", !pair[1].isEmpty else { continue }
             if let session = sessions.verify(String(pair[1]), salt: { node.users.salt(of: $0) }),
                let record = node.users.user(session.name) {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Store
 
 /// A salted password hash: PBKDF2 with HMAC-SHA256, as CouchDB's

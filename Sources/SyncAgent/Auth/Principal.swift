@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who made a request, as the listener decides what it may do.
 enum Principal: Sendable {

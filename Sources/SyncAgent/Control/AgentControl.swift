@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import JSON
 import NIOCore
+import NIOFoundationEssentialsCompat
 import NIOHTTP1
 import Store
 
@@ -36,12 +37,12 @@ public struct AgentControl: NodeControl {
         var body: JSON.Object = ["password": .string(password)]
         if let roles { body["roles"] = .array(roles.map { .string($0) }) }
         // Hashing the password takes the agent a while (PBKDF2, and longer in a sanitized build).
-        return try await ask(.PUT, "/_syncd/users/" + Self.segment(name), body: body, timeout: .seconds(300), as: UserEntry.self)
+        return try await ask(.PUT, "/_syncd/users/" + PathEncoding.segment(name), body: body, timeout: .seconds(300), as: UserEntry.self)
     }
 
     public func removeUser(_ name: String) async throws -> Bool {
         do {
-            _ = try await ask(.DELETE, "/_syncd/users/" + Self.segment(name), as: [String: Bool].self)
+            _ = try await ask(.DELETE, "/_syncd/users/" + PathEncoding.segment(name), as: [String: Bool].self)
             return true
         } catch NodeControlError.reported(404, _, _) {
             return false
@@ -53,7 +54,7 @@ public struct AgentControl: NodeControl {
     }
 
     public func removePeer(_ text: String) async throws -> PairedPeer {
-        try await ask(.DELETE, "/_syncd/peers/" + Self.segment(text), as: PairedPeer.self)
+        try await ask(.DELETE, "/_syncd/peers/" + PathEncoding.segment(text), as: PairedPeer.self)
     }
 
     public func join(_ url: String, port: Int?, introduce: Bool) async throws -> PairedPeer {
@@ -74,7 +75,7 @@ public struct AgentControl: NodeControl {
             // Each ask is held by the agent until the invitation ends or its longest wait passes.
             let left = deadline.map { max(.zero, $0 - .now) } ?? CouchResponder.longestInvitationWait
             let seconds = Int64(min(left, CouchResponder.longestInvitationWait).components.seconds)
-            let (status, body) = try await client.request(.GET, "/_syncd/invitations/\(Self.segment(handle))?wait=\(seconds)",
+            let (status, body) = try await client.request(.GET, "/_syncd/invitations/\(PathEncoding.segment(handle))?wait=\(seconds)",
                                                           timeout: .seconds(seconds + 10))
             let json = try ControlClient.answer(status, body)
             guard let state = InvitationState(json: json) else { throw ControlClient.Failure.badAnswer("no invitation state") }
@@ -84,7 +85,7 @@ public struct AgentControl: NodeControl {
     }
 
     public func cancelInvitations(handle: String?) async throws -> Int {
-        let path = "/_syncd/invitations" + (handle.map { "/" + Self.segment($0) } ?? "")
+        let path = "/_syncd/invitations" + (handle.map { "/" + PathEncoding.segment($0) } ?? "")
         return try await ask(.DELETE, path, as: [String: Int].self)["cancelled"] ?? 0
     }
 
@@ -110,10 +111,5 @@ public struct AgentControl: NodeControl {
         } catch {
             throw ControlClient.Failure.badAnswer("\(error)")
         }
-    }
-
-    /// `text` as one percent-encoded path segment.
-    private static func segment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? text
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a running agent reports through its control socket (`GET /_syncd/status`)
 /// and `syncd status --json` prints: a stable JSON document whose keys are

@@ -1,7 +1,11 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import JSON
 import NIOCore
+import NIOFoundationEssentialsCompat
 import NIOHTTP1
 
 /// Talks to a running agent through its control socket: what `syncd status`
@@ -35,13 +39,12 @@ public struct ControlClient: Sendable {
 
     /// Whether an agent seems to listen there (the socket exists).
     public var agentExists: Bool {
-        var info = stat()
-        return stat(socketPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
+        FileStatus(path: socketPath)?.isSocket ?? false
     }
 
     /// The base URL of the agent's CouchDB API over the socket (`http+unix://…`).
     public var baseURL: String {
-        "http+unix://" + socketPath.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        "http+unix://" + PathEncoding.segment(socketPath)
     }
 
     /// The agent's status.
@@ -89,11 +92,10 @@ public struct ControlClient: Sendable {
     public func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil,
                         timeout: Duration = .seconds(10)) async throws -> (status: Int, body: ByteBuffer) {
         // A directory this user may not search hides the socket: that is a permission failure too.
-        var info = stat()
-        guard stat(socketPath, &info) == 0 else {
+        guard let status = FileStatus(path: socketPath) else {
             throw errno == EACCES ? Failure.notPermitted(socketPath) : Failure.noAgent(socketPath)
         }
-        guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw Failure.noAgent(socketPath) }
+        guard status.isSocket else { throw Failure.noAgent(socketPath) }
         guard access(socketPath, R_OK | W_OK) == 0 else { throw Failure.notPermitted(socketPath) }
         do {
             var request = HTTPClientRequest(url: baseURL + path)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The agent's status laid out for a terminal of 80 columns (`syncd status`):
 /// columns as wide as their longest entry, never cut, and lines that would pass
@@ -39,7 +39,7 @@ public struct StatusText: Sendable {
             if let introducers = peer.introducedBy { lines.append("    introduced by \(introducers.joined(separator: ", "))") }
             if detailed {
                 lines.append("    ID \(peer.id)")
-                lines.append("    UUID \(peer.uuid), paired \(ISO8601DateFormatter().string(from: peer.pairedAt))")
+                lines.append("    UUID \(peer.uuid), paired \(peer.pairedAt.formatted(.iso8601))")
                 lines.append("    shares \(peer.databases.joined(separator: ", "))")
             }
         }
@@ -95,7 +95,7 @@ public struct StatusText: Sendable {
 
     /// A peer's name as it is; a remote's URL as host:port/database (its scheme is in the JSON).
     static func shown(_ with: String) -> String {
-        guard let scheme = with.range(of: "://") else { return with }
+        guard let scheme = with.firstRange(of: "://") else { return with }
         return String(with[scheme.upperBound...])
     }
 
@@ -143,6 +143,7 @@ public struct StatusText: Sendable {
     static func bytes(_ count: Int) -> String {
         if count < 1 << 20 { return "\(count >> 10) KiB" }
         if count < 1 << 30 { return "\(count >> 20) MiB" }
-        return String(format: "%.1f GiB", Double(count) / Double(1 << 30))
+        let tenths = (count * 10 + (1 << 29)) >> 30  // rounded to the nearest tenth
+        return "\(tenths / 10).\(tenths % 10) GiB"
     }
 }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Locking
 
 /// The exclusive claim of one process on a data directory: the process that
@@ -54,7 +57,7 @@ public final class DataDirectoryLock: Sendable {
     /// The process id written by the holder, if readable.
     static func owner(of directory: String) -> Int32? {
         (try? String(contentsOfFile: directory + "/lock", encoding: .utf8))
-            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            .flatMap { Int32($0.trimmingWhitespace(newlines: true)) }
     }
 }
 
@@ -63,12 +66,34 @@ public enum DataDirectory {
     /// Creates `directory` (and its parents) private to this user (0700), as
     /// it holds documents, keys and password hashes.
     public static func create(_ directory: String) throws(DataDirectoryError) {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .io(directory, Int32((error as NSError).code))
+        guard mkdir(directory, 0o700) != 0 else { return }
+        let code = errno
+        if code == EEXIST, FileStatus(path: directory)?.isDirectory == true { return }
+        guard code == ENOENT, folder(of: directory) != directory else { throw .io(directory, code) }
+        try create(folder(of: directory))
+        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw .io(directory, errno) }
+    }
+
+    /// The folder `path` is in (`/` for a file at the root, `.` for a bare name).
+    static func folder(of path: String) -> String {
+        let trimmed = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    /// The last part of `path`: a file's name.
+    static func fileName(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    /// Why reading or writing a file failed, for people: the system's reason when there
+    /// is one (`No such file or directory`), the error as it describes itself otherwise.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        if let error = error as? CocoaError, let underlying = error.userInfo["NSUnderlyingError"] as? POSIXError {
+            return String(cString: strerror(underlying.code.rawValue))
         }
+        return "\(error)"
     }
 }
 

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The names of the files of one directory that are written, renamed into it or
 /// deleted, told by the kernel (inotify) as it happens: how the agent hears of a

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where the process serving a data directory listens, written to
 /// `listener.json` once its socket is bound, so that other commands on the

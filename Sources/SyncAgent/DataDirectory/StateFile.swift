@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Locking
 
 /// A small JSON file of the data directory (users, paired peers, invitations).
@@ -38,7 +41,7 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         } catch let error as DecodingError {
             throw .unreadable(path, "\(error)")
         } catch {
-            throw .unreadable(path, (error as NSError).localizedDescription)
+            throw .unreadable(path, DataDirectory.describe(error))
         }
         cache.withLock { $0 = (stamp, value) }
         return value
@@ -60,7 +63,7 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// no subscriber acts on (a time noted for the record) need not be `announced`.
     @discardableResult
     func update<Result>(announced: Bool = true, _ change: (inout Value) throws -> Result) throws -> Result {
-        try DataDirectory.create((path as NSString).deletingLastPathComponent)
+        try DataDirectory.create(DataDirectory.folder(of: path))
         let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else { throw StateFileError.io(path + ".lock", errno) }
         defer { close(lock) }
@@ -116,12 +119,10 @@ struct FileStamp: Equatable, Sendable {
 
     /// The stamp of the file at `path`, `nil` if there is none.
     init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        seconds = info.st_mtim.tv_sec
-        nanoseconds = info.st_mtim.tv_nsec
+        guard let status = FileStatus(path: path) else { return nil }
+        inode = status.inode
+        size = status.size
+        (seconds, nanoseconds) = status.modified
     }
 }
 

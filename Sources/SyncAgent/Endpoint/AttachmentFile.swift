@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Store
 
 /// Attachment content that travels beside a revision's JSON as a file, never
@@ -88,9 +91,10 @@ struct FileChunks: AsyncSequence, Sendable {
     /// Reads the next chunk when asked; a file shorter than `length` is an error.
     struct Iterator: AsyncIteratorProtocol {
         let path: String
-        let offset: Int
+        var offset: Int
         var remaining: Int
-        var handle: FileHandle?
+        /// The open file, closed when the iterator is done or dropped.
+        private var file: OpenFile?
 
         init(path: String, offset: Int, remaining: Int) {
             self.path = path
@@ -100,19 +104,42 @@ struct FileChunks: AsyncSequence, Sendable {
 
         mutating func next() async throws -> [UInt8]? {
             guard remaining > 0 else {
-                try? handle?.close()
-                handle = nil
+                file = nil
                 return nil
             }
-            if handle == nil {
-                guard let opened = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileReadNoSuchFile) }
-                if offset > 0 { try opened.seek(toOffset: UInt64(offset)) }
-                handle = opened
-            }
-            let data = try handle!.read(upToCount: Swift.min(64 << 10, remaining)) ?? Data()
-            guard !data.isEmpty else { throw CocoaError(.fileReadCorruptFile) }
-            remaining -= data.count
-            return [UInt8](data)
+            if file == nil { file = try OpenFile(path) }
+            let chunk = try file!.read(at: offset, count: Swift.min(64 << 10, remaining))
+            guard !chunk.isEmpty else { throw CocoaError(.fileReadCorruptFile, userInfo: ["NSFilePath": path]) }
+            offset += chunk.count
+            remaining -= chunk.count
+            return chunk
         }
+    }
+
+    /// A descriptor open for reading, closed with its last reference.
+    private final class OpenFile {
+        let descriptor: Int32
+
+        init(_ path: String) throws {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+
+        /// Up to `count` bytes from `offset`; fewer only at the end of the file.
+        func read(at offset: Int, count: Int) throws -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            var filled = 0
+            while filled < count {
+                let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
+                if read < 0 && errno == EINTR { continue }
+                guard read >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                if read == 0 { break }
+                filled += read
+            }
+            bytes.removeLast(count - filled)
+            return bytes
+        }
+
+        deinit { close(descriptor) }
     }
 }

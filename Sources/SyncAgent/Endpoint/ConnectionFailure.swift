@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Locking
 import Logging
 import Store

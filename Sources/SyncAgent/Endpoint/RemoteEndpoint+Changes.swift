@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import JSON
 import Locking
 import NIOCore

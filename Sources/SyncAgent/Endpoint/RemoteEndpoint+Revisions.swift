@@ -1,6 +1,10 @@
-import Foundation
+import AsyncHTTPClient
+import FoundationEssentials
 import JSON
+import Locking
+import Logging
 import NIOCore
+import NIOHTTP1
 import Store
 
 extension RemoteEndpoint {

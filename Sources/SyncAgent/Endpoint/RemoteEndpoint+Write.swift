@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import Crypto
-import Foundation
+import FoundationEssentials
 import JSON
 import NIOCore
+import NIOHTTP1
 import Store
 
 extension RemoteEndpoint {
@@ -80,7 +81,7 @@ extension RemoteEndpoint {
         writer.append(.bytes(JSON.object(document).serializedBytes()))
         for part in parts {
             var headers = [
-                ("Content-Disposition", "attachment; filename=\"\(part.name.replacingOccurrences(of: "\"", with: "\\\""))\""),
+                ("Content-Disposition", "attachment; filename=\"\(part.name.replacing("\"", with: "\\\""))\""),
                 ("Content-Type", part.contentType),
                 ("Content-Length", String(part.segment.length)),
             ]

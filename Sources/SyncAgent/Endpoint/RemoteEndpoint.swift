@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import JSON
 import Locking
 import Logging
@@ -190,7 +190,7 @@ public final class RemoteEndpoint: Endpoint {
 
     /// Whether two UUIDs are the same, whatever their case and dashes.
     static func sameUUID(_ a: String, _ b: String) -> Bool {
-        func normal(_ uuid: String) -> String { uuid.lowercased().replacingOccurrences(of: "-", with: "") }
+        func normal(_ uuid: String) -> String { uuid.lowercased().replacing("-", with: "") }
         return normal(a) == normal(b)
     }
 

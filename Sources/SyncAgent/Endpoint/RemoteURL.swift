@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Store
 
 /// A CouchDB database URL split into what is sent and what is secret: the
 /// server's base, the database name, and the user-info credentials that go
@@ -33,7 +34,7 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         self.port = components.port ?? (scheme == "https" ? 443 : 80)
         let segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: true)
-        guard let last = segments.last, let name = String(last).removingPercentEncoding, !name.isEmpty else {
+        guard let last = segments.last, let name = PathEncoding.decode(last), !name.isEmpty else {
             throw refuse("the URL names no database")
         }
         database = name
@@ -83,7 +84,7 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     public static func redact(_ text: String) -> String {
         guard let at = text.lastIndex(of: "@") else { return text }
         let start: String.Index
-        if let scheme = text[..<at].range(of: "://") {
+        if let scheme = text[..<at].firstRange(of: "://") {
             start = scheme.upperBound
         } else {
             start = text[..<at].lastIndex(where: { $0.isWhitespace || $0 == "'" || $0 == "\"" }).map(text.index(after:)) ?? text.startIndex
@@ -103,15 +104,51 @@ public struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
 
 /// Percent-encoding of URL path segments and query values.
 enum PathEncoding {
-    private static let unreserved: CharacterSet = {
-        var set = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
-        set.insert(charactersIn: "-._~")
-        return set
-    }()
-
-    /// One path segment: everything but unreserved characters encoded, `/` included.
+    /// One path segment: everything but unreserved characters encoded as UTF-8 `%XX`, `/` included.
     static func segment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+        encode(text, keeping: isUnreserved)
+    }
+
+    /// Whether `byte` is an unreserved character of RFC 3986: an ASCII letter or digit, or `-._~`.
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
+    /// `text` with every UTF-8 byte `kept` refuses written `%XX` (upper-case hex).
+    static func encode(_ text: String, keeping kept: (UInt8) -> Bool) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if kept(byte) {
+                encoded.append(byte)
+            } else {
+                encoded += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// `text` with each `%XX` decoded; `nil` for a `%` not followed by two hex digits or bytes
+    /// that are not UTF-8, as Foundation's `removingPercentEncoding` answers.
+    static func decode(_ text: some StringProtocol) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(Hex.nibble), let low = iterator.next().flatMap(Hex.nibble) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// A document id as a path: `_design/` and `_local/` keep their slash, as CouchDB expects.

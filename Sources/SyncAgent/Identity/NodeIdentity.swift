@@ -1,7 +1,11 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOSSL
 import Store
+import SwiftASN1
 import X509
 
 /// Who this node is: a stable UUID, a P-256 key and a self-signed X.509
@@ -53,7 +57,7 @@ public struct NodeIdentity: Sendable {
         let keyPath = directory + "/" + keyFile
         let certificatePath = directory + "/" + certificateFile
 
-        var uuid = (try? String(contentsOfFile: uuidPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        var uuid = (try? String(contentsOfFile: uuidPath, encoding: .utf8))?.trimmingWhitespace(newlines: true) ?? ""
         if uuid.isEmpty {
             uuid = Hex.string((0..<16).map { _ in UInt8.random(in: .min ... .max) })
             try write(uuid + "\n", to: uuidPath, mode: 0o644)
@@ -105,9 +109,7 @@ public struct NodeIdentity: Sendable {
     /// Refuses a key file that others than its owner may read or write, as ssh does:
     /// such a key may be known to someone else.
     static func checkPrivate(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        let mode = info.st_mode & 0o777
+        guard let mode = FileStatus(path: path)?.permissions else { return }
         guard mode & 0o077 == 0 else {
             throw UnprotectedKeyError(path: path, mode: mode)
         }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The name a node gives itself: shown to peers at pairing and in lists.
 ///
@@ -15,7 +18,7 @@ public enum NodeName {
     /// The name recorded in `directory`, if any.
     public static func recorded(in directory: String) -> String? {
         guard let text = try? String(contentsOfFile: path(in: directory), encoding: .utf8) else { return nil }
-        let name = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = text.trimmingWhitespace(newlines: true)
         return name.isEmpty || name.utf8.count > 255 || name.contains(where: \.isNewline) ? nil : name
     }
 
@@ -25,10 +28,10 @@ public enum NodeName {
         let temporary = path(in: directory) + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: Data((name + "\n").utf8),
                                              attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+            throw CocoaError(.fileWriteUnknown, userInfo: ["NSFilePath": temporary])
         }
         guard rename(temporary, path(in: directory)) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path(in: directory)])
+            throw CocoaError(.fileWriteUnknown, userInfo: ["NSFilePath": path(in: directory)])
         }
     }
 

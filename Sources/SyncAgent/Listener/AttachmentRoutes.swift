@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -112,7 +112,7 @@ extension CouchResponder {
             fields[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"
             segments = [.file(path: path, offset: range.lowerBound, length: range.count)]
         } else {
-            let boundary = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let boundary = UUID().uuidString.replacing("-", with: "").lowercased()
             fields[.contentType] = "multipart/byteranges; boundary=\"\(boundary)\""
             var parts: [MultipartSegment] = [.bytes(Array("--\(boundary)".utf8))]
             for range in ranges {

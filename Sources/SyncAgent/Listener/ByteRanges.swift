@@ -20,14 +20,14 @@ enum ByteRanges: Equatable, Sendable {
     /// Reads `header` (the `Range` field's value, if any) against `length` bytes.
     init(header: String?, length: Int) {
         guard let header, let equals = header.firstIndex(of: "="),
-              header[..<equals].trimmingCharacters(in: .whitespaces).lowercased() == "bytes" else {
+              header[..<equals].trimmingWhitespace().lowercased() == "bytes" else {
             self = .whole
             return
         }
         // Each spec is `first-last`, `first-` or `-suffix`; one that is none of these voids the header.
         var specs: [(first: Int?, last: Int?)] = []
         for piece in header[header.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false) {
-            let spec = piece.trimmingCharacters(in: .whitespaces)
+            let spec = piece.trimmingWhitespace()
             guard let dash = spec.firstIndex(of: "-") else { self = .whole; return }
             let (before, after) = (spec[..<dash], spec[spec.index(after: dash)...])
             guard before.allSatisfy(\.isASCIIDigitCharacter), after.allSatisfy(\.isASCIIDigitCharacter),

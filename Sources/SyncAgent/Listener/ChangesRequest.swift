@@ -1,6 +1,8 @@
-import Foundation
+import FoundationEssentials
 import HTTPTypes
+import HummingbirdCore
 import JSON
+import NIOCore
 import Store
 
 /// A `_changes` request: which feed, from where, which changes, how to

@@ -1,4 +1,5 @@
 import Hummingbird
+import JSON
 import NIOCore
 import NIOHTTPTypes
 import NIOSSL

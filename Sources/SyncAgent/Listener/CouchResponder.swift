@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import JSON
+import Logging
 import NIOCore
 import NIOHTTP1
 import Store
@@ -156,7 +157,7 @@ struct Exchange {
 
     /// The `Content-Type` media type, lower-cased, without parameters.
     var mediaType: String? {
-        request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+        request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingWhitespace().lowercased() }
     }
 
     /// Collects the body, refusing more than `limit` bytes with 413.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import JSON
 import Store
@@ -52,10 +52,8 @@ extension CouchResponder {
         ]
     }
 
-    /// A name or id made safe as one URL path segment.
+    /// A name or id made safe as one URL path segment (what a path allows but `/`, `?` and `#`).
     static func pathSegment(_ text: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "/?#")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        PathEncoding.encode(text) { PathEncoding.isUnreserved($0) || "!$&'()*+,;=:@".utf8.contains($0) }
     }
 }

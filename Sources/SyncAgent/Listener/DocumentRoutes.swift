@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import JSON
 import NIOCore
@@ -188,7 +188,7 @@ extension Exchange {
     func revisionFromQueryOrHeader() throws(CouchError) -> RevisionID? {
         if let revision = try query.revision("rev") { return revision }
         guard let header = request.headers[.ifMatch] else { return nil }
-        let text = header.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        let text = header.trimming { $0 == "\"" || $0 == " " }
         guard let revision = RevisionID(text) else { throw .badRequest("Invalid rev format") }
         return revision
     }

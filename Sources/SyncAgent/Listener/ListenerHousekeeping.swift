@@ -1,4 +1,5 @@
 import ServiceLifecycle
+import Store
 
 /// The HTTP server and, beside it, the listener's housekeeping: closing the
 /// connections of a peer as soon as its pairing is revoked, giving back the memory

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
+import JSON
 import Store
 
 /// `GET/PUT/DELETE /{db}/_local/{id}`: local documents, where replicators keep checkpoints.
@@ -27,7 +28,7 @@ extension CouchResponder {
             let revision = try await db.putLocal(id: id, .object(object), claim: claim)
             return Self.json(["ok": true, "id": .string(id), "rev": .string(revision.description)], status: .created)
         case .delete:
-            let given = exchange.query["rev"] ?? exchange.request.headers[.ifMatch]?.trimmingCharacters(in: .init(charactersIn: "\" "))
+            let given = exchange.query["rev"] ?? exchange.request.headers[.ifMatch]?.trimming { $0 == "\"" || $0 == " " }
             var revision: RevisionID?
             if let given {
                 guard given.hasPrefix("0-"), let count = Int(given.dropFirst(2)), count >= 0 else {

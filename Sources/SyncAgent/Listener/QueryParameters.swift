@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSON
 import Store
 
@@ -12,7 +12,7 @@ struct QueryParameters: Sendable {
         for item in query.split(separator: "&") {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let decode = { (text: Substring) in
-                String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
+                PathEncoding.decode(String(text).replacing("+", with: " ")) ?? String(text)
             }
             pairs.append((decode(parts[0]), parts.count > 1 ? decode(parts[1]) : ""))
         }

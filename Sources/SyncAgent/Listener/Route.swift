@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a request path names, in CouchDB's URL layout.
 ///
@@ -27,7 +27,7 @@ enum Route: Equatable {
         if raw.last == "" { raw = raw.dropLast() }
         var segments: [String] = []
         for part in raw {
-            guard let decoded = String(part).removingPercentEncoding else { return nil }
+            guard let decoded = PathEncoding.decode(part) else { return nil }
             segments.append(decoded)
         }
         guard let first = segments.first else {

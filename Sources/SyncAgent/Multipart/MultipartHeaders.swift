@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The headers of one MIME part, with the parameters CouchDB's formats use.
 struct MultipartHeaders: Sendable {
@@ -90,12 +90,12 @@ struct MediaType: Sendable {
             }
         }
         pieces.append(current)
-        type = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
+        type = pieces[0].trimmingWhitespace().lowercased()
         var parameters: [String: String] = [:]
         for piece in pieces.dropFirst() {
             guard let equals = piece.firstIndex(of: "=") else { continue }
-            parameters[piece[..<equals].trimmingCharacters(in: .whitespaces).lowercased()] =
-                piece[piece.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            parameters[piece[..<equals].trimmingWhitespace().lowercased()] =
+                piece[piece.index(after: equals)...].trimmingWhitespace()
         }
         self.parameters = parameters
     }
@@ -104,6 +104,6 @@ struct MediaType: Sendable {
     var boundary: String? { parameters["boundary"] }
 
     private static func trimmed(_ bytes: Substring.UTF8View) -> String {
-        String(Substring(bytes)).trimmingCharacters(in: .whitespaces)
+        String(Substring(bytes)).trimmingWhitespace()
     }
 }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 
 /// Reads a MIME multipart body (`multipart/related`, `multipart/mixed`) part

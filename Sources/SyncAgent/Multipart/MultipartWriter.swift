@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
+import Store
 
 /// Writes MIME multipart bodies as CouchDB sends them: parts separated by
 /// `--boundary` lines, each with its headers, and `--boundary--` at the end.
@@ -21,7 +25,7 @@ struct MultipartWriter: Sendable {
 
     /// 32 random hex digits.
     static func randomBoundary() -> String {
-        (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        Hex.string((0..<16).map { _ in UInt8.random(in: 0...255) })
     }
 
     /// The `Content-Type` value for this body, e.g. `multipart/related; boundary="…"`.
@@ -78,7 +82,7 @@ struct MultipartWriter: Sendable {
     }
 
     private static func escaped(_ name: String) -> String {
-        name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        name.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
     }
 }
 

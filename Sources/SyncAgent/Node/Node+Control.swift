@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Store
 
 /// The node answering the commands itself: a command that claimed the data

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Store
 
@@ -72,9 +72,9 @@ public final class Node: Sendable {
     /// will not, the files are still reread when next read, and only the subscribers miss it.
     public func followDirectory(logger: Logger) async {
         let rereads: [String: @Sendable () -> Void] = [
-            (users.path as NSString).lastPathComponent: users.reread,
-            (peers.path as NSString).lastPathComponent: peers.reread,
-            (invitations.path as NSString).lastPathComponent: invitations.reread,
+            DataDirectory.fileName(users.path): users.reread,
+            DataDirectory.fileName(peers.path): peers.reread,
+            DataDirectory.fileName(invitations.path): invitations.reread,
         ]
         let changes: AsyncStream<String?>
         do {

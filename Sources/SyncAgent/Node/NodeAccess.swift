@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// How a command reaches the node of a data directory: through the agent that

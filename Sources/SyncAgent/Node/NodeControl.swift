@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the commands change or read on a node: users, peers, invitations and
 /// databases. Two implementations give the same answers: ``Node`` itself, when

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Locking
 
 /// What the kernel tells on one descriptor (inotify, a netlink socket), read on a thread
@@ -34,7 +37,7 @@ enum KernelNotifications {
                 _ = write(wake, &byte, 1)
             }
         }
-        Thread.detachNewThread {
+        DetachedThread.start(name: "syncd-kernel") {
             var buffer = [UInt8](repeating: 0, count: 64 << 10)
             var watched = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
             reading: while true {

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Locking
 import Logging
 
@@ -39,9 +42,8 @@ public struct SyncdLogHandler: LogHandler {
     static func isJournal(_ journalStream: String?) -> Bool {
         guard let parts = journalStream?.split(separator: ":"), parts.count == 2,
               let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
-        var info = stat()
-        guard fstat(STDERR_FILENO, &info) == 0 else { return false }
-        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+        guard let status = FileStatus(descriptor: STDERR_FILENO) else { return false }
+        return status.device == device && status.inode == inode
     }
 
     /// The logger's label, shown on each line.
@@ -65,7 +67,7 @@ public struct SyncdLogHandler: LogHandler {
     /// Writes one event.
     public func log(event: LogEvent) {
         let line = Self.line(event, label: label, metadata: metadata, format: Self.format, now: Date())
-        FileHandle.standardError.write(Data(line.utf8))
+        StandardStream.error.write(line)
     }
 
     /// The text written for `event`, newline included.

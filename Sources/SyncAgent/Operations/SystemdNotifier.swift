@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tells systemd how the service is doing (sd_notify(3)): `READY=1` once the
 /// listener is bound (the unit is `Type=notify`), `STOPPING=1` when shutdown
@@ -87,6 +90,6 @@ public struct SystemdNotifier: Sendable {
 
     /// `STATUS=` takes one line.
     private static func oneLine(_ text: String) -> String {
-        text.replacingOccurrences(of: "\n", with: " ")
+        text.replacing("\n", with: " ")
     }
 }

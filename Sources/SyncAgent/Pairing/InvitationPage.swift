@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 
@@ -35,7 +35,7 @@ struct InvitationPageMiddleware: MiddlewareProtocol {
         let names = path.drop { $0 == "/" }
         if names.isEmpty { return [InvitationURL.defaultDatabase] }
         guard !names.contains("/") else { return nil }
-        let listed = names.split(separator: ",", omittingEmptySubsequences: false).map { String($0).removingPercentEncoding ?? "" }
+        let listed = names.split(separator: ",", omittingEmptySubsequences: false).map { PathEncoding.decode($0) ?? "" }
         return listed.contains(where: \.isEmpty) ? nil : listed
     }
 }

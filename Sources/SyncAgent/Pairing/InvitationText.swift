@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import QRCode
 
 /// An invitation as a person sees it: the QR code, the URL, who invites, and

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The endpoint URL a pairing invitation is shown as (the QR code's text):
 /// the inviting node's listener, the databases it shares unless only the
@@ -50,7 +50,7 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses an invitation URL; says what is wrong with one that is not.
     public init(_ text: String) throws(PairingError) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespace(newlines: true)
         guard let components = URLComponents(string: trimmed), components.scheme?.lowercased() == "https",
               let rawHost = components.host, !rawHost.isEmpty, let port = components.port
         else { throw .invalidURL("not an https URL with a host and port") }
@@ -62,7 +62,7 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
         }
         let path = components.percentEncodedPath.drop { $0 == "/" }
         let databases = path.isEmpty ? [Self.defaultDatabase]
-            : path.split(separator: ",", omittingEmptySubsequences: false).map { String($0).removingPercentEncoding ?? "" }
+            : path.split(separator: ",", omittingEmptySubsequences: false).map { PathEncoding.decode($0) ?? "" }
         guard !databases.contains(where: \.isEmpty) else { throw .invalidURL("the URL's database list has an empty name") }
         let parts = fragment.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw .invalidURL("the URL carries no node ID and secret (is it a syncd pairing URL?)") }
@@ -87,10 +87,10 @@ public struct InvitationURL: Sendable, Hashable, CustomStringConvertible {
             throw .invalidURL("the URL carries no node UUID (is it a syncd pairing URL?)")
         }
         guard let id = fields["id"].flatMap(NodeID.init) else { throw .invalidURL("the URL carries no valid node ID") }
-        guard let secret = fields["secret"]?.removingPercentEncoding, !secret.isEmpty, secret.utf8.count <= 128 else {
+        guard let secret = fields["secret"].flatMap({ PathEncoding.decode($0) }), !secret.isEmpty, secret.utf8.count <= 128 else {
             throw .invalidURL("the URL carries no invitation secret")
         }
-        let listed = fields["dbs"].map { $0.split(separator: ",", omittingEmptySubsequences: false).map { String($0).removingPercentEncoding ?? "" } } ?? [database]
+        let listed = fields["dbs"].map { $0.split(separator: ",", omittingEmptySubsequences: false).map { PathEncoding.decode($0) ?? "" } } ?? [database]
         guard listed.first == database, !listed.contains(where: \.isEmpty) else {
             throw .invalidURL("the URL's database list does not start with its path's database")
         }

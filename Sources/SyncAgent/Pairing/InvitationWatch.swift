@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Waits for an invitation to be used, to expire or to be cancelled: what
 /// `syncd pair` does after printing it. It wakes on the stores' changes and at

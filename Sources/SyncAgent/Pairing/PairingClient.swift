@@ -1,7 +1,8 @@
 import AsyncHTTPClient
-import Foundation
+import FoundationEssentials
 import JSON
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Store
 
@@ -113,7 +114,7 @@ public struct PairingClient: Sendable {
         case 200:
             guard let json else { throw .internal("the inviting node answered without JSON") }
             return json
-        case 403: throw .invitationRefused(reason.hasPrefix("Pairing refused: ") ? String(reason.dropFirst(17)).trimmingCharacters(in: .init(charactersIn: ".")) : reason)
+        case 403: throw .invitationRefused(reason.hasPrefix("Pairing refused: ") ? String(reason.dropFirst(17)).trimming { $0 == "." } : reason)
         case 429: throw .rateLimited(reason)
         default: throw .internal("the inviting node answered \(status): \(reason)")
         }

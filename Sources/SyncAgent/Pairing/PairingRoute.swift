@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
+import JSON
+import Logging
 import Store
 
 /// `POST /_pair`: a node joins with an invitation's secret, over TLS with its
@@ -84,7 +86,7 @@ extension CouchResponder {
         let clean = String(text.unicodeScalars.filter {
             $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
         }.prefix(64).map(Character.init))
-            .trimmingCharacters(in: .whitespaces)
+            .trimmingWhitespace()
         return clean.isEmpty ? nil : clean
     }
 }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tells when this host's interfaces or addresses may have changed, as the kernel
 /// announces it (rtnetlink: a link up or down, an IPv4 or IPv6 address added or

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who belongs to this node's group, from what it knows: the peers paired with
 /// here directly, what each member last introduced, and the nodes removed here.

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import JSON
 import Store
 
@@ -72,7 +72,7 @@ public struct Introduction: Sendable, Hashable, Codable {
     static func answer(_ introductions: [Introduction]) -> (tag: String, json: JSON) {
         let list = JSON.array(introductions.sorted { $0.id.fingerprint < $1.id.fingerprint }.map(\.json))
         let digest = SHA256.hash(data: list.serializedBytes(sortedKeys: true))
-        let tag = digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+        let tag = Hex.string(digest.prefix(16))
         return (tag, ["tag": .string(tag), "introductions": list])
     }
 

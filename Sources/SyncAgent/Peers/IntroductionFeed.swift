@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import JSON
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// Follows one member's introductions over its connection: `GET /_introductions`,
 /// long-polled with the tag last answered, each new list kept in the peer store

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The addresses of this machine's interfaces that are up: where a listener
 /// can be reached, and what an invitation URL may carry. Link-local IPv6

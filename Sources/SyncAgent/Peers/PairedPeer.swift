@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A member of this node's group: a node paired with here directly, or one a
 /// member introduced (``introducedBy``). Who it is (its UUID and the ID its

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import JSON
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Store
 

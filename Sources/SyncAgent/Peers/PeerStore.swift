@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Locking
 
 /// The group of a data directory, kept in `peers.json` (mode 0600): the peers paired

@@ -1,5 +1,5 @@
 import Discovery
-import Foundation
+import FoundationEssentials
 
 /// The TXT keys a syncd node advertises.
 public enum TXTKey {
