@@ -47,8 +47,8 @@ struct UserCommand: AsyncParsableCommand {
                 if isatty(STDIN_FILENO) != 0 { StandardStream.error.write("password: ") }
                 text = readLine(strippingNewline: false) ?? ""
             }
-            let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                .trimming { $0 == "\r" }
+            // The first line, whatever ends it (`\n`, `\r\n` or `\r`).
+            let password = String(text.prefix { !$0.isNewline })
             guard !password.isEmpty else { throw ValidationError("the password is empty") }
             let given = roles + (admin ? [UserStore.adminRole] : [])
             let saved = try await withNode(data, control) {

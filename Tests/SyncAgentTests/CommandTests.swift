@@ -15,6 +15,15 @@ import Testing
         let add = try SyncdRun(["user", "add", "alice", "--password-file", passwordFile, "--data", data], in: directory.path)
         #expect(await add.finish() == 0, "\(add.errors)")
         #expect(try await UserStore(directory: data, iterations: 1).verify(name: "alice", password: "secret") != nil)
+        for folder in [directory.path + "/new", data] {
+            let mode = try FileManager.default.attributesOfItem(atPath: folder)[.posixPermissions] as? Int
+            #expect(mode == 0o700, "\(folder) is private to its user")
+        }
+        // A file written on Windows: the password is the first line, without its CRLF.
+        try "secret\r\nnot this\r\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let crlf = try SyncdRun(["user", "add", "bob", "--password-file", passwordFile, "--data", data], in: directory.path)
+        #expect(await crlf.finish() == 0, "\(crlf.errors)")
+        #expect(try await UserStore(directory: data, iterations: 1).verify(name: "bob", password: "secret") != nil)
     }
 
     /// Bare `syncd` on a machine where nothing ran yet: a short usage naming the

@@ -9,6 +9,7 @@ import Testing
         #expect(PathEncoding.segment("é") == "%C3%A9", "each UTF-8 byte, upper-case hex")
         #expect(PathEncoding.documentID("_design/a/b") == "_design/a%2Fb")
         #expect(CouchResponder.pathSegment("a/b:c@d e") == "a%2Fb:c@d%20e", "a path's own characters kept")
+        #expect(CouchResponder.pathSegment("a;b?c#d") == "a%3Bb%3Fc%23d", "no path parameters, query or fragment")
     }
 
     @Test func decodingUndoesEncodingAndRefusesWhatFoundationRefused() {

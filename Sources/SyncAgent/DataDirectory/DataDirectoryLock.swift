@@ -71,7 +71,9 @@ public enum DataDirectory {
         if code == EEXIST, FileStatus(path: directory)?.isDirectory == true { return }
         guard code == ENOENT, folder(of: directory) != directory else { throw .io(directory, code) }
         try create(folder(of: directory))
-        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw .io(directory, errno) }
+        guard mkdir(directory, 0o700) != 0 else { return }
+        let again = errno
+        guard again == EEXIST, FileStatus(path: directory)?.isDirectory == true else { throw .io(directory, again) }
     }
 
     /// The folder `path` is in (`/` for a file at the root, `.` for a bare name).
@@ -90,10 +92,16 @@ public enum DataDirectory {
     /// is one (`No such file or directory`), the error as it describes itself otherwise.
     static func describe(_ error: any Error) -> String {
         if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
-        if let error = error as? CocoaError, let underlying = error.userInfo["NSUnderlyingError"] as? POSIXError {
+        guard let error = error as? CocoaError else { return "\(error)" }
+        if let underlying = error.userInfo["NSUnderlyingError"] as? POSIXError {
             return String(cString: strerror(underlying.code.rawValue))
         }
-        return "\(error)"
+        switch error.code {
+        case .fileReadInapplicableStringEncoding, .fileReadUnknownStringEncoding: return "it is not UTF-8 text"
+        case .fileReadNoSuchFile, .fileNoSuchFile: return String(cString: strerror(ENOENT))
+        case .fileReadNoPermission, .fileWriteNoPermission: return String(cString: strerror(EACCES))
+        default: return "file error \(error.code.rawValue)"
+        }
     }
 }
 

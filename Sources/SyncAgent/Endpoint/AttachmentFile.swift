@@ -109,7 +109,7 @@ struct FileChunks: AsyncSequence, Sendable {
             }
             if file == nil { file = try OpenFile(path) }
             let chunk = try file!.read(at: offset, count: Swift.min(64 << 10, remaining))
-            guard !chunk.isEmpty else { throw CocoaError(.fileReadCorruptFile, userInfo: ["NSFilePath": path]) }
+            guard !chunk.isEmpty else { throw FileReadError(path: path, reason: "it ends \(remaining) bytes early") }
             offset += chunk.count
             remaining -= chunk.count
             return chunk
@@ -119,10 +119,12 @@ struct FileChunks: AsyncSequence, Sendable {
     /// A descriptor open for reading, closed with its last reference.
     private final class OpenFile {
         let descriptor: Int32
+        let path: String
 
         init(_ path: String) throws {
             descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard descriptor >= 0 else { throw FileReadError(path: path, code: errno) }
+            self.path = path
         }
 
         /// Up to `count` bytes from `offset`; fewer only at the end of the file.
@@ -132,7 +134,7 @@ struct FileChunks: AsyncSequence, Sendable {
             while filled < count {
                 let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
                 if read < 0 && errno == EINTR { continue }
-                guard read >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                guard read >= 0 else { throw FileReadError(path: path, code: errno) }
                 if read == 0 { break }
                 filled += read
             }
@@ -142,4 +144,22 @@ struct FileChunks: AsyncSequence, Sendable {
 
         deinit { close(descriptor) }
     }
+}
+
+/// Why an attachment's staged file could not be read while it was being sent.
+struct FileReadError: Error, CustomStringConvertible {
+    let path: String
+    let reason: String
+
+    init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    /// A failed system call's `errno`, in words.
+    init(path: String, code: Int32) {
+        self.init(path: path, reason: String(cString: strerror(code)))
+    }
+
+    var description: String { "cannot read the attachment file \(path): \(reason)" }
 }

@@ -52,8 +52,9 @@ extension CouchResponder {
         ]
     }
 
-    /// A name or id made safe as one URL path segment (what a path allows but `/`, `?` and `#`).
+    /// A name or id made safe as one URL path segment: what a path allows but `/`, `?`, `#`
+    /// and `;` (which some servers take for the start of path parameters), as Foundation did.
     static func pathSegment(_ text: String) -> String {
-        PathEncoding.encode(text) { PathEncoding.isUnreserved($0) || "!$&'()*+,;=:@".utf8.contains($0) }
+        PathEncoding.encode(text) { PathEncoding.isUnreserved($0) || "!$&'()*+,=:@".utf8.contains($0) }
     }
 }
