@@ -3,7 +3,7 @@ import JSON
 import SyncAgent
 import TestBed
 
-/// `agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--idle 10] [--hold 0] [--rounds 1] [--before OLD-SYNCD] [--syncd PATH]`: a group
+/// `agent group [--hosts 10] [--docs 1000] [--body 0] [--unplug] [--timeline] [--idle 10] [--hold 0] [--rounds 1] [--before OLD-SYNCD] [--syncd PATH] [--log-level LEVEL]`: a group
 /// grown one pairing at a time (issue 21). Each host after the first joins an invitation of a
 /// random member; introductions must make the rest. Printed, as the issue's goals state them:
 ///
@@ -21,7 +21,8 @@ import TestBed
 /// that `syncd` as "this build". `--idle` sets the idle window in seconds; per agent it also
 /// prints RSS split into anonymous and file-backed pages, threads, and CPU ticks over the
 /// window. `--hold N` keeps the converged group running N seconds more, its agents' PIDs
-/// printed, to look at with strace or perf.
+/// printed, to look at with strace or perf. `--log-level` (`info`, `debug`) runs the agents at
+/// that level and prints what each logged while the group formed (who refused whom, and when).
 func agentGroup(arguments: [String]) async throws {
     let count = option("hosts", in: arguments, default: 10)
     let rounds = option("rounds", in: arguments, default: 1)
@@ -50,12 +51,15 @@ func agentGroup(arguments: [String]) async throws {
 private func groupRound(_ count: Int, inviters: [Int], executable: String, arguments: [String]) async throws -> Double {
     let docs = option("docs", in: arguments, default: 1000)
     let unplug = arguments.contains("--unplug")
+    let logLevel = stringOption("log-level", in: arguments)
     var convergence = Double.nan
     try await TestBed.with(hosts: count) { bed in
         let folder = temporaryDirectory("agent-group")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var agents: [BenchAgent] = []
-        for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host, executable: executable)) }
+        for host in bed.hosts {
+            agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host, executable: executable, logLevel: logLevel ?? "warning"))
+        }
         defer { agents.forEach { $0.stop() } }
 
         // The group, one pairing per new host.
@@ -83,6 +87,11 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
             return peers.count == count - 1 && peers.allSatisfy { $0.state == "online" }
         }
         figure("last pairing -> every host online with every other", online - lastPairing, "s", decimals: 2)
+        if logLevel != nil {
+            for (agent, host) in zip(agents, bed.hosts) {
+                for line in agent.process.errorText.split(separator: "\n") { print("  \(host.name): \(line)") }
+            }
+        }
 
         // Convergence: `docs` documents on every host at once.
         var before: [[String: (read: Int, written: Int)]] = []

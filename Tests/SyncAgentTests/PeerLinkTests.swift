@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import Locking
 import Logging
 import Store
 @testable import SyncAgent
@@ -43,6 +45,64 @@ final class PeerLinkTests: XCTestCase {
         XCTAssertEqual(link.connection.state, .offline)
         XCTAssertEqual(link.replications.values.map(\.docsWritten), [20, 20, 20])
     }
+
+    /// A member introduced to this node learns of it about when this node learns of the member, so
+    /// its first answer may be a refusal: the link waits, but the member calling this node (it knows
+    /// it now) ends the wait. The wait here is an hour, so only the call brings the link back.
+    func testALinkRefusedByAPeerTriesAgainAsSoonAsThatPeerCalls() async throws {
+        let agent = CalledPeers()
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener(agent: agent) { $0.tls = true }
+        let peer = try await b.join(try a.invite(["d1"]), name: "b")
+        try await a.catalog.database("d1").putDocuments(count: 20, prefix: "d1")
+        // A forgets B: B's pulls are refused until A knows it again.
+        let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
+        try a.listener.node.peers.remove(id: bOnA.id)
+        let book = AddressBook()
+        book.configure(uuid: peer.uuid, ["127.0.0.1:\(a.port)"])
+        var context = b.linkContext(book)
+        context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
+        let link = PeerLink(peer: peer, databases: ["d1": nil], context: context)
+        agent.links.withLock { $0[peer.id] = link }
+        let running = Task { await link.run() }
+        defer { running.cancel() }
+        try await waitUntil("A refuses B", timeout: .seconds(30)) {
+            link.connection.state == .offline && (link.connection.reason ?? "").contains("refuses this node")
+        }
+
+        // A knows B again, but has not called it: B still waits.
+        try a.listener.node.peers.add(bOnA)
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertEqual(link.connection.state, .offline)
+        XCTAssertTrue(agent.called.withLock { $0.isEmpty })
+
+        // A calls B, as its own link to B would: B's listener tells the agent, and B's link tries again at once.
+        let call = try PeerClient(to: b, as: a.listener.node.identity)
+        let answer = try await call.client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(b.port)/"), timeout: .seconds(10))
+        XCTAssertEqual(answer.status, .ok)
+        await call.shutdown()
+        XCTAssertEqual(agent.called.withLock { $0 }, [a.listener.node.identity.id])
+        try await waitUntil("B pulled from A", timeout: .seconds(30)) {
+            link.connection.state == .online && link.replications["d1"]?.docsWritten == 20
+        }
+        running.cancel()
+        await running.value
+    }
+}
+
+/// The agent as a test listener reaches it: only the peers' calls, handed to their links.
+private final class CalledPeers: RunningAgent {
+    let links = Locked<[NodeID: PeerLink]>([:])
+    /// The peers that called, in order.
+    let called = Locked<[NodeID]>([])
+
+    func peerCalled(_ peer: PairedPeer) {
+        called.withLock { $0.append(peer.id) }
+        links.withLock { $0[peer.id] }?.called()
+    }
+
+    func status() -> AgentStatus { preconditionFailure("not served in this test") }
+    func reload() async throws(ConfigurationError) {}
 }
 
 extension XCTestCase {

@@ -161,6 +161,12 @@ public final class Agent: Service, RunningAgent, Sendable {
         SyncdMetrics.peersOnline(links.filter { $0.connection.state == .online }.count)
     }
 
+    /// A peer calling this node knows it: a link waiting to try the peer again tries now
+    /// (a member that refused this node had not yet heard of it through an introduction).
+    public func peerCalled(_ peer: PairedPeer) {
+        state.withLock { $0.links[peer.uuid.lowercased()]?.link }?.called()
+    }
+
     /// Rereads the configuration file and applies it (SIGHUP, `syncd reload`); returns once the
     /// replications whose settings changed have stopped and their successors started. An invalid
     /// file changes nothing and is logged. Files are read and applied one reload at a time.

@@ -37,7 +37,7 @@ extension Listener {
         if let client = await connections.client(of: context.channel) {
             guard let peer = node.peers.peer(id: client.id) else { return .stranger(client.id) }
             node.peers.seen(client.id, fromHost: address)
-            connections.markPeer(context.channel)
+            if connections.markPeer(context.channel) { agent?.peerCalled(peer) }
             return .peer(peer)
         }
         return .anonymous

@@ -32,9 +32,14 @@ final class Connections: Sendable {
         return client
     }
 
-    /// Notes that a request on `channel` was made as a paired peer.
-    func markPeer(_ channel: any Channel) {
-        entries.withLock { $0[ObjectIdentifier(channel)]?.peer = true }
+    /// Notes that a request on `channel` was made as a paired peer; `true` for the connection's first.
+    func markPeer(_ channel: any Channel) -> Bool {
+        entries.withLock { entries in
+            let key = ObjectIdentifier(channel)
+            guard entries[key]?.peer == false else { return false }
+            entries[key]?.peer = true
+            return true
+        }
     }
 
     /// Closes every connection used by a peer whose ID `revoked` says is no longer paired.

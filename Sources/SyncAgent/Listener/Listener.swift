@@ -160,12 +160,15 @@ public final class Listener: Sendable {
     }
 }
 
-/// The running agent, as the control API reaches it: `GET /_syncd` and `POST /_syncd/reload`.
+/// The running agent, as its listener reaches it: the control API (`GET /_syncd`, `POST /_syncd/reload`)
+/// and the peers' calls.
 public protocol RunningAgent: Sendable {
     /// What the agent is doing now.
     func status() -> AgentStatus
     /// Rereads the configuration file and applies it before returning; an invalid file changes nothing.
     func reload() async throws(ConfigurationError)
+    /// A paired peer opened a connection and made its first request on it: it knows this node now.
+    func peerCalled(_ peer: PairedPeer)
 }
 
 /// A service that removes `listener.json` when it ends.

@@ -28,6 +28,8 @@ final class PeerLink: Sendable {
         var connectionChanged: @Sendable () -> Void = {}
         /// Where the peer's introductions are kept; `nil`: they are not followed.
         var peers: PeerStore? = nil
+        /// How long the link waits after failing to reach the peer, or being refused.
+        var retry = ReplicatorTuning.peerRetry
     }
 
     /// What the link is doing.
@@ -57,6 +59,8 @@ final class PeerLink: Sendable {
         case pulls(PeerPulls.Event)
         /// The pause numbered so, after failing to reach the peer, ended.
         case retry(Int)
+        /// The peer called this node: it is up, and knows this node.
+        case called
     }
 
     init(peer: PairedPeer, databases: [String: ReplicationFilter?], context: Context) {
@@ -86,6 +90,13 @@ final class PeerLink: Sendable {
     /// (over every connection the link made, so a document sent twice would show).
     var replications: [String: ReplicationStatus] { pulls.replications }
 
+    /// The peer made a request on a new connection to this node: a pause after failing to
+    /// reach it, or after it refused this node (an introduced member learns of this node
+    /// about when this node learns of it), ends now.
+    func called() {
+        wakes.continuation.yield(.called)
+    }
+
     /// Stops every pull and connects again (this node's own addresses changed, so
     /// its open connections may be dead without knowing it).
     func reconnect() async {
@@ -97,7 +108,8 @@ final class PeerLink: Sendable {
     ///
     /// Every failure (no answer, refused, reset, a TLS or HTTP error, the peer refusing this
     /// node) makes the link wait longer before it tries again, with jitter, up to a minute;
-    /// a pull catching up resets the wait, and a change of the peer's addresses ends it at once.
+    /// a pull catching up resets the wait, and a change of the peer's addresses, or the peer
+    /// calling this node, ends it at once.
     func run() async {
         let wakes = self.wakes
         let uuid = peer.uuid.lowercased()
@@ -112,12 +124,12 @@ final class PeerLink: Sendable {
         var pauses = 0
         var iterator = wakes.stream.makeAsyncIterator()
         var reason = Wake.addresses
-        /// Waits after a failure until the pause ends or the peer's addresses change.
+        /// Waits after a failure until the pause ends, the peer's addresses change or the peer calls.
         func pause() async -> Wake {
             failures += 1
             pauses += 1
             let number = pauses
-            let delay = ReplicatorTuning.peerRetry.jitteredDelay(afterFailures: max(failures, refusals))
+            let delay = context.retry.jitteredDelay(afterFailures: max(failures, refusals))
             let timer = Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
                 wakes.continuation.yield(.retry(number))
@@ -125,7 +137,7 @@ final class PeerLink: Sendable {
             defer { timer.cancel() }
             while let wake = await iterator.next() {
                 switch wake {
-                case .addresses: return wake
+                case .addresses, .called: return wake
                 case .retry(number): return wake
                 default: continue  // from pulls already stopped, or an earlier pause
                 }
@@ -160,12 +172,13 @@ final class PeerLink: Sendable {
                 case .pulls(.refused(let why)):
                     refusals += 1
                     await pulls.stop(quickly: true)
-                    failed(Self.place(why, at: current.address))
+                    // A member introduced here may not have heard of this node yet; it calls once it has.
+                    failed(Self.place(why, at: current.address), level: refusals == 1 && peer.isIntroduced ? .info : .warning)
                     reason = await pause()
                     continue
                 case .pulls(.caughtUp):
                     failures = 0
-                case .retry:
+                case .retry, .called:
                     break
                 }
                 reason = await iterator.next() ?? .retry(0)
@@ -195,14 +208,14 @@ final class PeerLink: Sendable {
         why.contains(address) ? why : "\(why) at \(address)"
     }
 
-    /// Marks the peer offline for `reason`, logging it when the reason is new.
-    private func failed(_ reason: String) {
+    /// Marks the peer offline for `reason`, logging it at `level` when the reason is new.
+    private func failed(_ reason: String, level: Logger.Level = .warning) {
         let changed = state.withLock { state in
             defer { state.reason = reason }
             return state.state != .offline || state.reason != reason
         }
         set(.offline, reason: reason)
-        if changed { context.logger.warning("peer \(peer.name) is offline: \(reason)") }
+        if changed { context.logger.log(level: level, "peer \(peer.name) is offline: \(reason)") }
     }
 
     /// Records that the peer answers over `connection` and starts the pulls there.

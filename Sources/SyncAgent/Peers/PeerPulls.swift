@@ -149,6 +149,7 @@ final class PeerPulls: Sendable {
                 configuration.retry = ReplicatorTuning.peerRetry
                 configuration.claims = context.claims.claims(on: database)
                 configuration.onIdle = MemoryTrim.shared.request
+                configuration.refusalLogLevel = .info  // the link says the peer refuses this node
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task { [report] in
                     var last = ReplicationActivity.stopped

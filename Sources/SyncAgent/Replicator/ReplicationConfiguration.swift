@@ -1,3 +1,5 @@
+import Logging
+
 /// What to replicate, and how.
 public struct ReplicationConfiguration: Sendable {
     /// Where documents come from.
@@ -26,6 +28,9 @@ public struct ReplicationConfiguration: Sendable {
     /// Called each time the replication falls idle (caught up, its last batch written): the
     /// agent gives memory back then (``MemoryTrim``).
     public var onIdle: (@Sendable () -> Void)?
+    /// How loudly a refusal (401, 403) that stops the replication is logged: `info` where its
+    /// owner reports it in its own words (the agent's peer links do). Other failures are errors.
+    public var refusalLogLevel = Logger.Level.error
 
     /// A one-shot, unfiltered replication from `source` to `target`.
     public init(source: any Endpoint, target: any Endpoint) {

@@ -97,7 +97,7 @@ public final class Replicator: Sendable {
                 let retries = configuration.continuous || (failures < configuration.retry.oneShotAttempts
                     && !(attempts == 1 && failure.isConnectFailure))
                 guard failure.isTransient, retries else {
-                    logger.error("replication failed", metadata: ["error": "\(failure)"])
+                    logger.log(level: failure.isForbidden ? configuration.refusalLogLevel : .error, "replication failed", metadata: ["error": "\(failure)"])
                     progress.set(.stopped, error: failure)
                     return progress.status
                 }

@@ -50,7 +50,7 @@ final class TestListener: Sendable {
     /// Users can be added before it starts with `users`; its invitations are made and checked at
     /// `clock`'s times when given.
     static func start(directory: String? = nil, users: [String: String] = [:], clock: ManualClock? = nil,
-                      maximumDocumentSize: Int = Node.defaultMaximumDocumentSize,
+                      maximumDocumentSize: Int = Node.defaultMaximumDocumentSize, agent: (any RunningAgent)? = nil,
                       configure: (inout ListenerConfiguration) -> Void = { _ in }) async throws -> TestListener {
         let temporary = directory == nil ? try TemporaryDirectory(prefix: "syncd-listener") : nil
         let path = directory ?? temporary!.path
@@ -66,7 +66,7 @@ final class TestListener: Sendable {
         var now: (@Sendable () -> Date)?
         if let clock { now = { clock.now } }
         let node = try Node(directory: path, users: store, now: now, maximumDocumentSize: maximumDocumentSize, logger: logger)
-        let listener = Listener(node: node, configuration: configuration, logger: logger)
+        let listener = Listener(node: node, configuration: configuration, agent: agent, logger: logger)
         let (urls, continuation) = AsyncStream.makeStream(of: String.self)
         let service = try listener.service { url in
             continuation.yield(url)
@@ -127,10 +127,10 @@ struct TestSupportError: Error, CustomStringConvertible {
 extension XCTestCase {
     /// Starts a ``TestListener`` that is stopped when the test ends.
     func startListener(directory: String? = nil, users: [String: String] = [:], clock: ManualClock? = nil,
-                       maximumDocumentSize: Int = Node.defaultMaximumDocumentSize,
+                       maximumDocumentSize: Int = Node.defaultMaximumDocumentSize, agent: (any RunningAgent)? = nil,
                        configure: (inout ListenerConfiguration) -> Void = { _ in }) async throws -> TestListener {
         let server = try await TestListener.start(directory: directory, users: users, clock: clock,
-                                                  maximumDocumentSize: maximumDocumentSize, configure: configure)
+                                                  maximumDocumentSize: maximumDocumentSize, agent: agent, configure: configure)
         addTeardownBlock { await server.stop() }
         return server
     }
