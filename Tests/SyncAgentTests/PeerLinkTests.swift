@@ -88,6 +88,43 @@ final class PeerLinkTests: XCTestCase {
         running.cancel()
         await running.value
     }
+
+    /// A peer refusing this node one database knows this node: its calls prove nothing new, so
+    /// they do not end the wait (two peers refusing each other a database would otherwise wake
+    /// each other at every call, reconnecting without end).
+    func testAPeerRefusingOneDatabaseIsNotAskedAgainBecauseItCalls() async throws {
+        let agent = CalledPeers()
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener(agent: agent) { $0.tls = true }
+        let peer = try await b.join(try a.invite(["d1"]), name: "b")
+        _ = try a.catalog.openOrCreate("d2")
+        let forwarder = try CountingForwarder(to: a.port)
+        defer { forwarder.stop() }
+        let book = AddressBook()
+        book.configure(uuid: peer.uuid, [forwarder.address])
+        var context = b.linkContext(book)
+        context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
+        // B pulls d2 too, which A does not share with it.
+        let link = PeerLink(peer: peer, databases: ["d1": nil, "d2": nil], context: context)
+        agent.links.withLock { $0[peer.id] = link }
+        let running = Task { await link.run() }
+        defer { running.cancel() }
+        try await waitUntil("A refuses B d2", timeout: .seconds(30)) {
+            link.connection.state == .offline && (link.connection.reason ?? "").contains("for d2 (403: The database d2 is not shared")
+        }
+        let connections = forwarder.connections
+
+        let call = try PeerClient(to: b, as: a.listener.node.identity)
+        let answer = try await call.client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(b.port)/"), timeout: .seconds(10))
+        XCTAssertEqual(answer.status, .ok)
+        await call.shutdown()
+        XCTAssertEqual(agent.called.withLock { $0 }, [a.listener.node.identity.id])
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(forwarder.connections, connections, "a call ended the wait after a refusal of one database")
+        XCTAssertEqual(link.connection.state, .offline)
+        running.cancel()
+        await running.value
+    }
 }
 
 /// The agent as a test listener reaches it: only the peers' calls, handed to their links.

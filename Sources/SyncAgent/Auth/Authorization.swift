@@ -51,7 +51,7 @@ extension Listener {
         } catch where error.status == .unauthorized {
             // A node whose certificate is no paired peer's is told so, not asked for a password.
             if case .stranger(let id) = principal {
-                throw CouchError(.forbidden, "forbidden", "Node \(id.short) is not paired with this node.")
+                throw CouchError(.forbidden, "forbidden", "Node \(id.short) \(EndpointError.notPaired)")
             }
             throw error
         }

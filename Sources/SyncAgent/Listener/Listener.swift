@@ -65,7 +65,8 @@ public final class Listener: Sendable {
     public let node: Node
     /// How the listener serves.
     public let configuration: ListenerConfiguration
-    /// The running agent, whose status `GET /_syncd` serves (server admins and the control socket).
+    /// The running agent: `GET /_syncd` serves its status (server admins and the control socket),
+    /// and it hears of each peer's new connections.
     let agent: (any RunningAgent)?
     /// The waiting change feeds, per client address.
     let feeds: ClientSlots
@@ -85,7 +86,7 @@ public final class Listener: Sendable {
     let pairingAttempts = AttemptLimiter(burst: 5, interval: 10)
     let logger: Logger
 
-    /// A listener over `node`; `agent`, when an agent runs the node, answers `GET /_syncd`.
+    /// A listener over `node`; `agent`, when an agent runs the node, answers `GET /_syncd` and hears the peers call.
     public init(node: Node, configuration: ListenerConfiguration, agent: (any RunningAgent)? = nil,
                 logger: Logger = Logger(label: "syncd.listener")) {
         self.node = node

@@ -49,6 +49,8 @@ final class PeerLink: Sendable {
         var state = ConnectionState.connecting
         var address: String?
         var reason: String?
+        /// A ``Wake/called`` is on its way: calls in a burst make one wake, never crowding out the others.
+        var callPending = false
     }
 
     /// Why the link looks again at where the peer is.
@@ -94,7 +96,11 @@ final class PeerLink: Sendable {
     /// reach it, or after it refused this node (an introduced member learns of this node
     /// about when this node learns of it), ends now.
     func called() {
-        wakes.continuation.yield(.called)
+        let first = state.withLock { state in
+            defer { state.callPending = true }
+            return !state.callPending
+        }
+        if first { wakes.continuation.yield(.called) }
     }
 
     /// Stops every pull and connects again (this node's own addresses changed, so
@@ -108,8 +114,10 @@ final class PeerLink: Sendable {
     ///
     /// Every failure (no answer, refused, reset, a TLS or HTTP error, the peer refusing this
     /// node) makes the link wait longer before it tries again, with jitter, up to a minute;
-    /// a pull catching up resets the wait, and a change of the peer's addresses, or the peer
-    /// calling this node, ends it at once.
+    /// a pull catching up resets the wait, and a change of the peer's addresses ends it at once.
+    /// So does the peer calling this node, after a failure to reach it or a refusal as a node it
+    /// did not know: it knows this node now. (A peer refusing one database is not asked again
+    /// because it calls, so two peers refusing each other a database never wake each other.)
     func run() async {
         let wakes = self.wakes
         let uuid = peer.uuid.lowercased()
@@ -124,8 +132,17 @@ final class PeerLink: Sendable {
         var pauses = 0
         var iterator = wakes.stream.makeAsyncIterator()
         var reason = Wake.addresses
-        /// Waits after a failure until the pause ends, the peer's addresses change or the peer calls.
-        func pause() async -> Wake {
+        /// Whether the peer called since the pulls last started.
+        var calledSinceConnected = false
+        /// The next wake, `nil` once cancelled; a call is then no longer pending.
+        func next() async -> Wake? {
+            let wake = await iterator.next()
+            if case .called? = wake { state.withLock { $0.callPending = false } }
+            return wake
+        }
+        /// Waits after a failure until the pause ends or the peer's addresses change; when
+        /// `untilCalled`, also until the peer calls.
+        func pause(untilCalled: Bool = true) async -> Wake {
             failures += 1
             pauses += 1
             let number = pauses
@@ -135,9 +152,10 @@ final class PeerLink: Sendable {
                 wakes.continuation.yield(.retry(number))
             }
             defer { timer.cancel() }
-            while let wake = await iterator.next() {
+            while let wake = await next() {
                 switch wake {
-                case .addresses, .called: return wake
+                case .addresses: return wake
+                case .called where untilCalled: return wake
                 case .retry(number): return wake
                 default: continue  // from pulls already stopped, or an earlier pause
                 }
@@ -154,6 +172,7 @@ final class PeerLink: Sendable {
                     if case .reached(let connection) = await dialer.dial(candidates, current: current), connection !== current {
                         await pulls.stop(quickly: true)
                         connected(over: connection)
+                        calledSinceConnected = false
                     } else if !candidates.contains(current.address) {
                         await pulls.stop(quickly: true)
                         continue
@@ -169,31 +188,36 @@ final class PeerLink: Sendable {
                         reason = await pause()
                         continue
                     }
-                case .pulls(.refused(let why)):
+                case .pulls(.refused(let why, let unknown)):
                     refusals += 1
                     await pulls.stop(quickly: true)
-                    // A member introduced here may not have heard of this node yet; it calls once it has.
-                    failed(Self.place(why, at: current.address), level: refusals == 1 && peer.isIntroduced ? .info : .warning)
-                    reason = await pause()
+                    // A member introduced here may not have heard of this node yet; it calls once it has
+                    // (if it called already, while this refusal was on its way, it is asked again now).
+                    let early = unknown && refusals == 1 && peer.isIntroduced
+                    failed(Self.place(why, at: current.address), level: early ? .info : .warning)
+                    reason = unknown && calledSinceConnected ? .called : await pause(untilCalled: unknown)
                     continue
                 case .pulls(.caughtUp):
                     failures = 0
-                case .retry, .called:
+                case .called:
+                    calledSinceConnected = true
+                case .retry:
                     break
                 }
-                reason = await iterator.next() ?? .retry(0)
+                reason = await next() ?? .retry(0)
                 continue
             }
             guard !candidates.isEmpty else {
                 failed("no address known (not seen on the LAN, none configured)")
-                reason = await iterator.next() ?? .retry(0)
+                reason = await next() ?? .retry(0)
                 continue
             }
             if connection.state != .offline { set(.connecting, reason: nil) }
             switch await dialer.dial(candidates) {
             case .reached(let connection):
                 connected(over: connection)
-                reason = await iterator.next() ?? .retry(0)
+                calledSinceConnected = false
+                reason = await next() ?? .retry(0)
             case .failed(let why):
                 failed(why)
                 reason = await pause()

@@ -14,8 +14,9 @@ final class PeerPulls: Sendable {
         /// A pull went offline, saying why; `answered`: the peer answered, with an HTTP error
         /// (else no answer came: refused, reset, silent, so the address in use is taken for dead).
         case offline(String, answered: Bool)
-        /// A pull stopped because the peer refuses this node (401, 403), saying so.
-        case refused(String)
+        /// A pull stopped because the peer refuses this node (401, 403), saying so; `unknown`:
+        /// as a node it does not know (an introduced member may not have heard of this one yet).
+        case refused(String, unknown: Bool)
         /// A pull caught up: the connection works end to end.
         case caughtUp
     }
@@ -161,7 +162,8 @@ final class PeerPulls: Sendable {
                             report(.offline(error?.reason ?? "the connection broke", answered: (error?.status ?? 0) != 0))
                         case .stopped:
                             if let error = status.lastError, error.isForbidden {
-                                report(.refused("the peer refuses this node (\(error.status) \(error.error))"))
+                                report(error.isNotPaired ? .refused("the peer refuses this node (\(error.status), not paired with it)", unknown: true)
+                                       : .refused("the peer refuses this node for \(database) (\(error.status): \(error.reason))", unknown: false))
                             }
                         case .idle: report(.caughtUp)
                         case .active: break
