@@ -49,7 +49,8 @@ final class PeerLink: Sendable {
         var state = ConnectionState.connecting
         var address: String?
         var reason: String?
-        /// A ``Wake/called`` is on its way: calls in a burst make one wake, never crowding out the others.
+        /// A ``Wake/called`` was sent and no wake read since: calls in a burst make one wake, never
+        /// crowding out the others (and one crowded out itself does not silence the calls after it).
         var callPending = false
     }
 
@@ -134,10 +135,10 @@ final class PeerLink: Sendable {
         var reason = Wake.addresses
         /// Whether the peer called since the pulls last started.
         var calledSinceConnected = false
-        /// The next wake, `nil` once cancelled; a call is then no longer pending.
+        /// The next wake, `nil` once cancelled; the next call is sent as a wake again.
         func next() async -> Wake? {
             let wake = await iterator.next()
-            if case .called? = wake { state.withLock { $0.callPending = false } }
+            state.withLock { $0.callPending = false }
             return wake
         }
         /// Waits after a failure until the pause ends or the peer's addresses change; when
