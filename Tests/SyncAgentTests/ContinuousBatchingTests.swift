@@ -56,7 +56,7 @@ final class ContinuousBatchingTests: XCTestCase {
         let source = try server.catalog.create("source")
         let directory = try TemporaryDirectory(prefix: "syncd-burst")
         let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
+        defer { catalog.close(); directory.remove() }
         let target = try catalog.create("target")
         let remote = try RemoteEndpoint(url: server.url + "/source")
         let counting = CountingTarget(inner: LocalEndpoint(target))
@@ -93,7 +93,7 @@ final class ContinuousBatchingTests: XCTestCase {
         let source = try server.catalog.create("source")
         let directory = try TemporaryDirectory(prefix: "syncd-held")
         let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
+        defer { catalog.close(); directory.remove() }
         let target = try catalog.create("target")
         for result in try await source.bulkDocs(uploads(300, prefix: "d")) { _ = try result.result.get() }
         // The target gets the same revisions another way first (as from another member).
@@ -147,7 +147,7 @@ final class ContinuousBatchingTests: XCTestCase {
         let source = try server.catalog.create("source")
         let directory = try TemporaryDirectory(prefix: "syncd-carried")
         let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
+        defer { catalog.close(); directory.remove() }
         let target = try catalog.create("target")
         let remote = try RemoteEndpoint(url: server.url + "/source")
         let recording = FetchRecordingSource(inner: remote)
@@ -198,7 +198,7 @@ final class ContinuousBatchingTests: XCTestCase {
     func testCarriedDocumentsAreTakenWhenStillMissingAndReadWhenTheyDoNotParse() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-carried")
         let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
+        defer { catalog.close(); directory.remove() }
         let source = try catalog.create("source")
         var rows: [ChangedDocument] = []
         for id in ["kept", "garbled", "written since"] {
@@ -263,7 +263,7 @@ final class ContinuousBatchingTests: XCTestCase {
 
     func testACheckpointFollowsTheCadenceUnderWritesAndIsTakenWhenIdle() async throws {
         let (directory, catalog, source, _, replicator) = try localContinuousReplication(checkpointInterval: .milliseconds(300))
-        defer { catalog.close(); Task { await replicator.stop() }; _ = directory }
+        defer { catalog.close(); Task { await replicator.stop() }; directory.remove() }
 
         // A steady stream of writes: checkpoints follow it while it goes on (up to 60 s on a busy machine).
         var checkpoints = Set<UInt64>()
@@ -283,7 +283,7 @@ final class ContinuousBatchingTests: XCTestCase {
 
     func testAnIdleReplicationCheckpointsWithoutWaitingForTheInterval() async throws {
         let (directory, catalog, source, target, replicator) = try localContinuousReplication(checkpointInterval: .seconds(3600))
-        defer { catalog.close(); Task { await replicator.stop() }; _ = directory }
+        defer { catalog.close(); Task { await replicator.stop() }; directory.remove() }
 
         for result in try await source.bulkDocs(uploads(1200, prefix: "d")) { _ = try result.result.get() }
         try await waitUntil("the documents arrive") { try target.info().docCount == 1200 }

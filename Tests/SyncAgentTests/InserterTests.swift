@@ -24,7 +24,7 @@ final class InserterTests: XCTestCase {
     func testARevisionWrittenSinceTheDiffIsNotWrittenAgain() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-inserter")
         let catalog = try Catalog(directory: directory.path)
-        defer { catalog.close() }
+        defer { catalog.close(); directory.remove() }
         let target = try catalog.create("target")
         let other = try catalog.create("other")
         let written = try await other.put(["_id": "a", "n": 1]).result.get()

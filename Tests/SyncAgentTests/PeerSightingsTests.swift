@@ -7,6 +7,7 @@ import XCTest
 final class PeerSightingsTests: XCTestCase {
     func testTimesAreWrittenTogetherAndQuietlyAndANewHostAtOnceAndAloud() async throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let peers = PeerStore(directory: directory.path)
         let ids = [NodeID(certificateDER: [1]), NodeID(certificateDER: [2])]
         for (index, id) in ids.enumerated() {
