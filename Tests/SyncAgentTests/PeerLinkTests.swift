@@ -89,6 +89,42 @@ final class PeerLinkTests: XCTestCase {
         await running.value
     }
 
+    /// A call that came before the refusal was read (the peer heard of this node while the
+    /// pulls' first requests were on their way) counts: the link asks once more at once instead
+    /// of waiting, then waits. Here the call is in before the link starts, so it always precedes
+    /// the refusal; the link's connections are counted against a run without the call.
+    func testACallThatCameBeforeTheRefusalIsNotLost() async throws {
+        var dials: [Bool: Int] = [:]
+        for early in [false, true] {
+            let a = try await startListener { $0.tls = true }
+            let b = try await startListener { $0.tls = true }
+            let peer = try await b.join(try a.invite(["d1"]), name: "b")
+            // A forgets B: every pull of B's is refused as a node A does not know.
+            let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
+            try a.listener.node.peers.remove(id: bOnA.id)
+            let forwarder = try CountingForwarder(to: a.port)
+            defer { forwarder.stop() }
+            let book = AddressBook()
+            book.configure(uuid: peer.uuid, [forwarder.address])
+            var context = b.linkContext(book)
+            context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
+            let link = PeerLink(peer: peer, databases: ["d1": nil], context: context)
+            if early { link.called() }
+            let running = Task { await link.run() }
+            defer { running.cancel() }
+            try await waitUntil("A refuses B", timeout: .seconds(30)) {
+                link.connection.state == .offline && (link.connection.reason ?? "").contains("refuses this node")
+            }
+            try await Task.sleep(for: .seconds(1))
+            dials[early] = forwarder.connections
+            running.cancel()
+            await running.value
+        }
+        let (without, with) = (try XCTUnwrap(dials[false]), try XCTUnwrap(dials[true]))
+        XCTAssertGreaterThan(with, without, "the call before the refusal was lost")
+        XCTAssertLessThanOrEqual(with, 2 * without, "the link asked more than once more")
+    }
+
     /// A peer refusing this node one database knows this node: its calls prove nothing new, so
     /// they do not end the wait (two peers refusing each other a database would otherwise wake
     /// each other at every call, reconnecting without end).
@@ -124,6 +160,35 @@ final class PeerLinkTests: XCTestCase {
         XCTAssertEqual(link.connection.state, .offline)
         running.cancel()
         await running.value
+    }
+
+    /// The agent hands a peer's call to that peer's own link, found by the UUID the peer was
+    /// paired with (recorded in capitals here, as `UUID().uuidString` writes it): a link waiting
+    /// 3.2–6.4 s after its fourth failure to reach the peer tries again within a second.
+    func testTheAgentHandsAPeersCallToThatPeersLink() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-call")
+        defer { directory.remove() }
+        let nothing = try AgentTests.freePort()
+        let forwarder = try CountingForwarder(to: nothing)
+        defer { forwarder.stop() }
+        let peer = PairedPeer(uuid: UUID().uuidString, id: NodeID(certificateDER: [1]), name: "p",
+                              addresses: [forwarder.address], databases: ["syncd"])
+        try PeerStore(directory: directory.path).add(peer)
+        try AgentTests.configuration().write(toFile: directory.path + "/syncd.toml", atomically: true, encoding: .utf8)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let agent = try Agent(directory: directory.path, configurationPath: directory.path + "/syncd.toml",
+                              controlSocket: directory.path + "/control.sock", logger: logger)
+        let running = Task { try await agent.run() }
+        defer { running.cancel() }
+        // The forwarder closes each connection (nothing listens behind it): each dial fails, and the
+        // waits after the first four failures are 0.4–0.8, 0.8–1.6, 1.6–3.2 and 3.2–6.4 s.
+        try await waitUntil("the link tried the peer four times", timeout: .seconds(30)) { forwarder.connections >= 4 }
+        XCTAssertEqual(forwarder.connections, 4)
+        agent.peerCalled(peer)
+        try await waitUntil("the link tried again once the peer called", timeout: .milliseconds(1500)) { forwarder.connections >= 5 }
+        running.cancel()
+        _ = await running.result
     }
 }
 
