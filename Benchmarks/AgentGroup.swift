@@ -102,12 +102,14 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         let started = agents
         let timeline = arguments.contains("--timeline") ? Task { try await printTimeline(started, from: start, until: total) } : nil
         try await write(docs, on: Array(agents.enumerated()), label: "g", body: option("body", in: arguments, default: 0))
-        if timeline != nil { print(String(format: "  %6.2f s  written on every host", now() - start)) }
+        let writing = now() - start
+        if timeline != nil { print(String(format: "  %6.2f s  written on every host", writing)) }
         let converged = try await untilAll(agents, timeout: 600) { _, agent in try await agent.documentCount() == total }
         try await timeline?.value
         convergence = converged - start
         let busy = zip(agents, cpuAtStart).reduce(0) { $0 + $1.0.cpuSeconds() - $1.1 }
         figure("\(docs) docs on each host at once -> all \(total) on every host (goal <= 2)", convergence, "s", decimals: 2)
+        figure("of which writing them, 100 per _bulk_docs, as they sync", writing, "s", decimals: 2)
         figure("CPU all agents used until then (this machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)", busy, "s", decimals: 2)
 
         // Idle, once every pull is idle and nothing has moved for a second.

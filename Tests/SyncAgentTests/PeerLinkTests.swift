@@ -58,11 +58,7 @@ final class PeerLinkTests: XCTestCase {
         // A forgets B: B's pulls are refused until A knows it again.
         let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
         try a.listener.node.peers.remove(id: bOnA.id)
-        let book = AddressBook()
-        book.configure(uuid: peer.uuid, ["127.0.0.1:\(a.port)"])
-        var context = b.linkContext(book)
-        context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
-        let link = PeerLink(peer: peer, databases: ["d1": nil], context: context)
+        let link = b.patientLink(to: peer, at: "127.0.0.1:\(a.port)", databases: ["d1": nil])
         agent.links.withLock { $0[peer.id] = link }
         let running = Task { await link.run() }
         defer { running.cancel() }
@@ -96,19 +92,13 @@ final class PeerLinkTests: XCTestCase {
     func testACallThatCameBeforeTheRefusalIsNotLost() async throws {
         var dials: [Bool: Int] = [:]
         for early in [false, true] {
-            let a = try await startListener { $0.tls = true }
-            let b = try await startListener { $0.tls = true }
-            let peer = try await b.join(try a.invite(["d1"]), name: "b")
+            let (a, b, peer) = try await pairedListeners(sharing: ["d1"])
             // A forgets B: every pull of B's is refused as a node A does not know.
             let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
             try a.listener.node.peers.remove(id: bOnA.id)
             let forwarder = try CountingForwarder(to: a.port)
             defer { forwarder.stop() }
-            let book = AddressBook()
-            book.configure(uuid: peer.uuid, [forwarder.address])
-            var context = b.linkContext(book)
-            context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
-            let link = PeerLink(peer: peer, databases: ["d1": nil], context: context)
+            let link = b.patientLink(to: peer, at: forwarder.address, databases: ["d1": nil])
             if early { link.called() }
             let running = Task { await link.run() }
             defer { running.cancel() }
@@ -136,12 +126,8 @@ final class PeerLinkTests: XCTestCase {
         _ = try a.catalog.openOrCreate("d2")
         let forwarder = try CountingForwarder(to: a.port)
         defer { forwarder.stop() }
-        let book = AddressBook()
-        book.configure(uuid: peer.uuid, [forwarder.address])
-        var context = b.linkContext(book)
-        context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
         // B pulls d2 too, which A does not share with it.
-        let link = PeerLink(peer: peer, databases: ["d1": nil, "d2": nil], context: context)
+        let link = b.patientLink(to: peer, at: forwarder.address, databases: ["d1": nil, "d2": nil])
         agent.links.withLock { $0[peer.id] = link }
         let running = Task { await link.run() }
         defer { running.cancel() }
@@ -224,5 +210,15 @@ extension TestListener {
         logger.logLevel = ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil ? .debug : .warning
         return PeerLink.Context(catalog: catalog, identity: listener.node.identity, addresses: addresses,
                                 activeTasks: ActiveTasks(), claims: DatabaseClaims(), logger: logger)
+    }
+
+    /// This node's link to `peer` at `address`, waiting an hour after each failure or refusal:
+    /// within a test, only a call or a new address brings it back.
+    func patientLink(to peer: PairedPeer, at address: String, databases: [String: ReplicationFilter?]) -> PeerLink {
+        let book = AddressBook()
+        book.configure(uuid: peer.uuid, [address])
+        var context = linkContext(book)
+        context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
+        return PeerLink(peer: peer, databases: databases, context: context)
     }
 }

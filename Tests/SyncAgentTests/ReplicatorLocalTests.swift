@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Locking
 import Store
 import SyncAgent
 import Testing
@@ -160,6 +161,56 @@ import Testing
         #expect(status.docsWritten == 4)
         #expect(status.docWriteFailures == 1)
         #expect(try pair.b.info().docCount == 4)
+    }
+
+    /// The agent's replications run at `.utility`, so an application's requests to the node go
+    /// first: every call the pipeline makes to either side runs at the priority configured,
+    /// not the starting task's (started, not awaited: awaiting it would raise its priority).
+    @Test func aReplicationRunsAtThePriorityConfigured() async throws {
+        let pair = try LocalPair()
+        defer { pair.close() }
+        try await pair.a.putDocuments(count: 10, prefix: "doc")
+        let source = PriorityRecordingEndpoint(inner: LocalEndpoint(pair.a))
+        let target = PriorityRecordingEndpoint(inner: LocalEndpoint(pair.b))
+        var configuration = ReplicationConfiguration(source: source, target: target)
+        configuration.priority = .utility
+        let replicator = Replicator(configuration)
+        replicator.start()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while replicator.status.activity != .stopped || replicator.status.docsWritten < 10, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(replicator.status.docsWritten == 10)
+        #expect(replicator.status.lastError == nil)
+        #expect(source.priorities.withLock { $0 } == [TaskPriority.utility.rawValue])
+        #expect(target.priorities.withLock { $0 } == [TaskPriority.utility.rawValue])
+    }
+}
+
+/// Records the priorities the pipeline's calls run at.
+private struct PriorityRecordingEndpoint: ForwardingEndpoint {
+    let inner: any Endpoint
+    let priorities = Locked<Set<UInt8>>([])
+
+    func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
+        priorities.withLock { _ = $0.insert(Task.currentPriority.rawValue) }
+        try await inner.changes(request, deliver: deliver)
+    }
+
+    func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
+        priorities.withLock { _ = $0.insert(Task.currentPriority.rawValue) }
+        return try await inner.missingRevisions(revisions)
+    }
+
+    func revisions(_ requests: [MissingRevisions], staging: AttachmentStaging,
+                   deliver: (FetchedRevision) async -> Void) async throws(EndpointError) {
+        priorities.withLock { _ = $0.insert(Task.currentPriority.rawValue) }
+        try await inner.revisions(requests, staging: staging, deliver: deliver)
+    }
+
+    func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
+        priorities.withLock { _ = $0.insert(Task.currentPriority.rawValue) }
+        return try await inner.write(revisions)
     }
 }
 

@@ -37,6 +37,8 @@ final class RemoteLink: Sendable {
         pushing.continuous = true
         pulling.onIdle = MemoryTrim.shared.request
         pushing.onIdle = MemoryTrim.shared.request
+        pulling.priority = .utility
+        pushing.priority = .utility
         pull = Replicator(pulling, logger: logger)
         push = Replicator(pushing, logger: logger)
         self.endpoints = endpoints

@@ -151,6 +151,7 @@ final class PeerPulls: Sendable {
                 configuration.claims = context.claims.claims(on: database)
                 configuration.onIdle = MemoryTrim.shared.request
                 configuration.refusalLogLevel = .info  // the link says the peer refuses this node
+                configuration.priority = .utility
                 let replicator = Replicator(configuration, logger: context.logger)
                 let watch = Task { [report] in
                     var last = ReplicationActivity.stopped

@@ -31,6 +31,10 @@ public struct ReplicationConfiguration: Sendable {
     /// How loudly a refusal (401, 403) that stops the replication is logged: `info` where its
     /// owner reports it in its own words (the agent's peer links do). Other failures are errors.
     public var refusalLogLevel = Logger.Level.error
+    /// The priority the replication's work runs at; `nil`: the starting task's. The agent's
+    /// background replications run at `.utility`, so an application's requests to the node go
+    /// first: a burst arriving from peers does not hold up a local write or read.
+    public var priority: TaskPriority?
 
     /// A one-shot, unfiltered replication from `source` to `target`.
     public init(source: any Endpoint, target: any Endpoint) {

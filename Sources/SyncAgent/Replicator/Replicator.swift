@@ -62,7 +62,7 @@ public final class Replicator: Sendable {
     private func running() -> Task<ReplicationStatus, Never> {
         task.withLock { task in
             if let task { return task }
-            let started = Task { await self.replicate() }
+            let started = Task(priority: configuration.priority) { await self.replicate() }
             task = started
             return started
         }
