@@ -150,7 +150,7 @@ final class PeerLinkTests: XCTestCase {
 
     /// The agent hands a peer's call to that peer's own link, found by the UUID the peer was
     /// paired with (recorded in capitals here, as `UUID().uuidString` writes it): a link waiting
-    /// 3.2–6.4 s after its fourth failure to reach the peer tries again within a second.
+    /// 3.2–6.4 s after its fourth failure to reach the peer tries again within 1.5 s.
     func testTheAgentHandsAPeersCallToThatPeersLink() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-call")
         defer { directory.remove() }
