@@ -7,7 +7,8 @@
 /// The same bytes go to ``JSONReader``, as a changes feed's rows do: read whole
 /// (`value()`), it accepts exactly what the parser accepts and builds the same
 /// value; walked part by part (members, elements, strings, literals, text, skips,
-/// chosen by the input's own bytes), it never crashes and accepts all the parser does.
+/// strings in place, chosen by the input's own bytes), it never crashes and accepts
+/// all the parser does, and a member's name matches a literal exactly when its text is it.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSONParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
@@ -41,15 +42,26 @@ private struct ReaderWalk {
 
     /// Recurses as deep as the input nests: the reader's own depth limit bounds it.
     mutating func visit(_ reader: inout JSONReader) throws {
-        let choice = choices.isEmpty ? 0 : Int(choices[next % choices.count]) % 7
+        let choice = choices.isEmpty ? 0 : Int(choices[next % choices.count]) % 8
         next += 1
         switch choice {
-        case 0: _ = try reader.members { _, member in try self.visit(&member) }
+        case 0:
+            _ = try reader.members { name, member in
+                guard name == "seq" ? name.description == "seq" : name.description != "seq",
+                      name == "é" ? name.description == "é" : name.description != "é"
+                else { fatalError("the name \(name) matched a literal it is not, or missed the one it is") }
+                try self.visit(&member)
+            }
         case 1: _ = try reader.elements { element in try self.visit(&element) }
         case 2: _ = try reader.string()
         case 3: _ = try reader.bool()
         case 4: _ = try reader.text()
         case 5: try reader.skip()
+        case 6:
+            if let text = reader.asciiString(),
+               !text.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                fatalError("a string in place holds \(Array(text)), not printable ASCII without escapes")
+            }
         default: _ = try reader.value()
         }
     }

@@ -95,11 +95,36 @@ struct JSONParser {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
         let key = try parseString()
+        try nameSeparator()
+        return key
+    }
+
+    /// ``memberName()`` in place when it is printable ASCII without escapes, as names
+    /// nearly always are; decoded as a string otherwise.
+    mutating func memberNameInPlace() throws(JSONSyntaxError) -> JSONReader.Name {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+        var end = index + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\\") {
+            end += 1
+        }
+        let name: JSONReader.Name
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            name = JSONReader.Name(bytes: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
+            index = end + 1
+        } else {
+            name = JSONReader.Name(decoded: try parseString())
+        }
+        try nameSeparator()
+        return name
+    }
+
+    /// The `:` after a member's name, leaving the reading position at its value.
+    private mutating func nameSeparator() throws(JSONSyntaxError) {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
         index += 1
         skipWhitespace()
-        return key
     }
 
     private func error(_ message: String) -> JSONSyntaxError {
@@ -275,6 +300,24 @@ struct JSONParser {
                 throw error("expected ',' or ']'")
             }
         }
+    }
+
+    /// The string at the reading position, in place, if it is printable ASCII without
+    /// escapes: the reading position then moves past it. Nil, the position unmoved, otherwise.
+    mutating func asciiString() -> UnsafeBufferPointer<UInt8>? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var end = index + 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                let text = UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end])
+                index = end + 1
+                return text
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            end += 1
+        }
+        return nil
     }
 
     mutating func parseString() throws(JSONSyntaxError) -> String {

@@ -48,6 +48,13 @@ public struct JSONReader: ~Copyable {
         return try parser.parseString()
     }
 
+    /// The value's characters if it is a string of printable ASCII without escapes (a revision
+    /// id, say), in place: valid only inside the ``read(_:_:)`` that made this reader, and not
+    /// copied. Nil, the value left to be read another way, for anything else.
+    public mutating func asciiString() -> UnsafeBufferPointer<UInt8>? {
+        parser.asciiString()
+    }
+
     /// The value if it is `true` or `false`.
     public mutating func bool() throws(JSONSyntaxError) -> Bool? {
         switch parser.next {
@@ -71,12 +78,12 @@ public struct JSONReader: ~Copyable {
 
     /// Reads an object: `body` gets each member's name, in order, with the reader at its value.
     /// False, and the value skipped, when it is not an object.
-    public mutating func members(_ body: (String, inout JSONReader) throws -> Void) throws -> Bool {
+    public mutating func members(_ body: (Name, inout JSONReader) throws -> Void) throws -> Bool {
         guard parser.next == UInt8(ascii: "{") else { try parser.skipValue(); return false }
         try parser.open()
         if parser.close(UInt8(ascii: "}")) { return true }
         repeat {
-            let name = try parser.memberName()
+            let name = try parser.memberNameInPlace()
             let start = parser.index
             try body(name, &self)
             if parser.index == start { try parser.skipValue() }
@@ -96,5 +103,32 @@ public struct JSONReader: ~Copyable {
             if parser.index == start { try parser.skipValue() }
         } while try !parser.endElement()
         return true
+    }
+}
+
+extension JSONReader {
+    /// A member's name as ``members(_:)`` hands it over: compared with a literal
+    /// (`name == "id"`, `case "seq":`) without making a string. Its bytes are those of the
+    /// text being read: valid only inside the `body` it was given to.
+    public struct Name: CustomStringConvertible {
+        /// The name's UTF-8 when it came without escapes (printable ASCII); empty otherwise.
+        private let bytes: UnsafeBufferPointer<UInt8>
+        /// The name decoded, when it came with escapes or beyond ASCII.
+        private let decoded: String?
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { (self.bytes, self.decoded) = (bytes, nil) }
+        init(decoded: String) { (self.bytes, self.decoded) = (UnsafeBufferPointer(start: nil, count: 0), decoded) }
+
+        /// The name as a string.
+        public var description: String { decoded ?? String(decoding: bytes, as: UTF8.self) }
+
+        /// Whether the name is `literal`.
+        public static func == (name: Name, literal: StaticString) -> Bool {
+            guard name.decoded == nil, literal.hasPointerRepresentation else { return name.description == literal.description }
+            return name.bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        }
+
+        /// `case "seq":` in a `switch` over a name.
+        public static func ~= (literal: StaticString, name: Name) -> Bool { name == literal }
     }
 }

@@ -120,6 +120,47 @@ extension JSONTests {
         XCTAssertThrowsError(try JSON(parsing: loose))
     }
 
+    /// A string of printable ASCII without escapes is handed over in place; anything else is
+    /// left where it is, to be read the usual way.
+    func testAReaderHandsPlainASCIIStringsOverInPlace() throws {
+        let read = try JSONReader.read(ArraySlice(#"["1-ab", "a\"b", "é", 7, "", "x\ty"]"#.utf8)) { array in
+            var answers: [String] = []
+            _ = try array.elements { element in
+                if let text = element.asciiString() {
+                    answers.append("plain " + String(decoding: text, as: UTF8.self))
+                } else {
+                    answers.append("other " + (try element.string() ?? "-"))
+                }
+            }
+            return answers
+        }
+        XCTAssertEqual(read, ["plain 1-ab", #"other a"b"#, "other é", "other -", "plain ", "other x\ty"])
+    }
+
+    /// A member's name is matched as the text it stands for, escaped or beyond ASCII alike; a
+    /// name with a control character or bad UTF-8 is refused, as ``JSON/init(parsing:)`` refuses it.
+    func testAReaderMatchesMemberNamesAsTheTextTheyStandFor() throws {
+        let text = #"{"seq":1, "s\u0065q" : 2,"sé":3,"":4,"se":5,"seqq":6,"s\"q":7}"#
+        let names = try JSONReader.read(ArraySlice(text.utf8)) { object in
+            var found: [String] = []
+            _ = try object.members { name, _ in
+                let kind = switch name {
+                case "seq": "seq"
+                case "sé": "sé"
+                case "": "empty"
+                default: "other"
+                }
+                found.append(kind + " " + name.description)
+            }
+            return found
+        }
+        XCTAssertEqual(names, ["seq seq", "seq seq", "sé sé", "empty ", "other se", "other seqq", #"other s"q"#])
+        XCTAssertThrowsError(try JSONReader.read(ArraySlice("{\"a\u{01}\":1}".utf8)) { try $0.members { _, _ in } })
+        XCTAssertThrowsError(try JSONReader.read([UInt8(ascii: "{"), 0x22, 0xFF, 0x22, 0x3A, 0x31, UInt8(ascii: "}")]) {
+            try $0.members { _, _ in }
+        })
+    }
+
     func testAReaderChecksTheStructureOfWhatItSkips() throws {
         let deep = String(repeating: "[", count: JSON.maximumDepth) + String(repeating: "]", count: JSON.maximumDepth)
         for text in [#"{"doc":{"a":1}"#, #"{"doc":{"a" 1}}"#, #"{"doc":[1,}"#, #"{"doc":"a}"#, "{\"doc\":\"\u{01}\"}",

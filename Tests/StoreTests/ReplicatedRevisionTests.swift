@@ -86,6 +86,26 @@ final class ReplicatedRevisionTests: DatabaseTestCase {
         XCTAssertEqual(diff[1].missing, [RevisionID("1-xyz")!])
     }
 
+    /// A winner written lately is known from its text as a feed sends it, and only the very
+    /// revision: another generation, digest or case of hex, or a purged one, is not.
+    func testARecentWinnerIsKnownFromItsText() async throws {
+        let written = try await database.put(json(#"{"_id":"t","v":1}"#)).result.get()
+        func known(_ text: String, _ id: String = "t") -> Bool {
+            Array(text.utf8).withUnsafeBufferPointer { database.isRecentWinner(text: $0, of: id) }
+        }
+        XCTAssertTrue(known(written.description))
+        XCTAssertTrue(known("0" + written.description), "01-… is the revision 1-… is, as RevisionID reads it")
+        XCTAssertFalse(known(written.description, "u"))
+        XCTAssertFalse(known("2-" + written.digest))
+        XCTAssertFalse(known("1-" + written.digest.uppercased()))
+        XCTAssertFalse(known("1-" + String(written.digest.dropLast()) + (written.digest.hasSuffix("0") ? "1" : "0")))
+        XCTAssertFalse(known("1-" + written.digest + "0"))
+        XCTAssertFalse(known("-" + written.digest))
+        XCTAssertFalse(known("1" + written.digest))
+        _ = try await database.purge([("t", [written])])
+        XCTAssertFalse(known(written.description), "a purged winner is not known")
+    }
+
     /// `_revs_diff` answers a just-written winner from memory: what a purge or a rolled-back
     /// write took away, or a write through another connection changed, is never answered from there.
     func testRevsDiffNeverAnswersFromMemoryWhatTheStoreNoLongerHolds() async throws {

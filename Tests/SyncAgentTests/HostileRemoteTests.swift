@@ -107,6 +107,39 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual(read.dropFirst().first?.firstRevision?.json["x"], [1])
     }
 
+    /// A row is taken for held only when it names one revision, sent as plain text: one whose
+    /// revision comes escaped, or that names several, is read whole, in order, whatever the
+    /// target is asked.
+    func testOnlyARowNamingOnePlainRevisionIsTakenForHeld() async throws {
+        let first = "1-0123456789abcdef0123456789abcdef"
+        let escaped = #"1-0123456789abcdef0123456789abcde\u0066"#
+        let lines = [
+            #"{"seq":1,"id":"a","changes":[{"rev":"\#(first)"}],"doc":{"_id":"a","_rev":"\#(first)"}}"#,
+            #"{"seq":2,"id":"b","changes":[{"rev":"\#(escaped)"}]}"#,
+            #"{"seq":3,"id":"c","changes":[{"rev":"\#(first)"},{"rev":"2-b"}]}"#,
+            #"{"last_seq":3}"#,
+        ]
+        let (_, endpoint) = try remote { _, target, _ in
+            target.contains("feed=continuous") ? (200, lines.joined(separator: "\n") + "\n") : (200, #"{"results":[],"last_seq":0,"pending":0}"#)
+        }
+        let asked = Locked<[String]>([])
+        let request = ChangeFeedRequest(since: .zero, continuous: true, batchSize: 10, filter: nil) { revision, id in
+            asked.withLock { $0.append(id + " " + String(decoding: revision, as: UTF8.self)) }
+            return true
+        }
+        let batches = Locked<[ChangeBatch]>([])
+        _ = try? await endpoint.changes(request) { batch in
+            let count = batches.withLock { $0.append(batch); return $0.reduce(0) { $0 + $1.count } }
+            if count >= 3 { throw CancellationError() }
+        }
+        let read = batches.withLock { $0 }
+        XCTAssertEqual(read.reduce(0) { $0 + $1.alreadyHeld }, 1)
+        let rows = read.flatMap(\.changes)
+        XCTAssertEqual(rows.map(\.id), ["b", "c"])
+        XCTAssertEqual(rows.map(\.revisions), [[RevisionID(first)!], [RevisionID(first)!, RevisionID("2-b")!]])
+        XCTAssertEqual(asked.withLock { $0 }, ["a " + first], "only the row naming one plain revision is asked about")
+    }
+
     func testAContinuousLineWithoutEndIsRefused() async throws {
         let (_, endpoint) = try remote { _, target, _ in
             if target.contains("feed=continuous") { return (200, "{\"seq\":1,\"id\":\"" + String(repeating: "x", count: 17 << 20)) }
@@ -166,7 +199,9 @@ final class HostileRemoteTests: XCTestCase {
         let endpoint = try RemoteEndpoint(url: server.url + "/db")
         addTeardownBlock { await endpoint.shutdown() }
         // The target has d2, d4 and d5 at `rev`, and d3 only at an older revision.
-        let held: @Sendable (RevisionID, String) -> Bool = { revision, id in ["d2", "d3", "d4", "d5"].contains(id) && revision.generation == 1 }
+        let held: ChangeFeedRequest.TargetWinners = { revision, id in
+            ["d2", "d3", "d4", "d5"].contains(id) && RevisionID(utf8: revision)?.generation == 1
+        }
         let request = ChangeFeedRequest(since: .zero, continuous: true, batchSize: 100, filter: nil, targetWinners: held)
         let batches = Locked<[ChangeBatch]>([])
         // The feed ends without its last_seq: an error, after what it sent was delivered.

@@ -139,6 +139,11 @@ extension Database {
         recentWinners.holds(revision, of: id)
     }
 
+    /// ``isRecentWinner(_:of:)`` asked with the revision's text (`N-digest`) as a feed sent it.
+    public func isRecentWinner(text revision: UnsafeBufferPointer<UInt8>, of id: String) -> Bool {
+        recentWinners.holds(text: revision, of: id)
+    }
+
     /// Which of the given revisions the store lacks, per document (`_revs_diff`).
     /// Documents with nothing missing are left out.
     public func revsDiff(_ request: [(id: String, revisions: [RevisionID])]) throws(StoreError) -> [RevisionsDifference] {

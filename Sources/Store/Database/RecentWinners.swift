@@ -24,6 +24,19 @@ final class RecentWinners: Sendable {
             (generation, self.high, self.low) = (revision.generation, high, low)
         }
 
+        /// Nil for text that is not `N-` and 32 lowercase hex digits, N from 1 to 2^40 - 1, as ``RevisionID`` reads it.
+        init?(text: UnsafeBufferPointer<UInt8>) {
+            guard text.count > 33, let dash = text.firstIndex(of: UInt8(ascii: "-")), dash > 0, text.count - dash == 33 else { return nil }
+            var generation = 0
+            for byte in text[..<dash] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                generation = generation * 10 + Int(byte &- UInt8(ascii: "0"))
+                guard generation < 1 << 40 else { return nil }
+            }
+            guard generation >= 1, let (high, low) = Self.digits(UnsafeBufferPointer(rebasing: text[(dash + 1)...])) else { return nil }
+            (self.generation, self.high, self.low) = (generation, high, low)
+        }
+
         /// 32 lowercase hex digits as two numbers; nil for anything else.
         private static func digits(_ text: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
             guard text.count == 32 else { return nil }
@@ -98,6 +111,13 @@ final class RecentWinners: Sendable {
     /// Whether `revision` is the winner of document `id` as last committed.
     func holds(_ revision: RevisionID, of id: String) -> Bool {
         guard let asked = Winner(revision) else { return false }
+        return state.withLock { $0.winners[id] == asked }
+    }
+
+    /// Whether the revision whose text is `revision` (`N-digest`) is the winner of document `id`
+    /// as last committed: a feed's row asked about as it came, no revision made.
+    func holds(text revision: UnsafeBufferPointer<UInt8>, of id: String) -> Bool {
+        guard let asked = Winner(text: revision) else { return false }
         return state.withLock { $0.winners[id] == asked }
     }
 

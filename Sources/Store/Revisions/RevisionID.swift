@@ -30,6 +30,12 @@ public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertibl
         self = parsed
     }
 
+    /// Parses `N-digest` from its UTF-8 bytes, as the `String` initializer does.
+    public init?(utf8 text: UnsafeBufferPointer<UInt8>) {
+        guard let parsed = Self.parse(text) else { return nil }
+        self = parsed
+    }
+
     /// Parses `N-digest` in any string type, as the `String` initializer does.
     public init?(_ text: some StringProtocol) {
         self.init(String(text))

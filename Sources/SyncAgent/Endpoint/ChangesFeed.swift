@@ -47,15 +47,20 @@ public struct ChangeFeedRequest: Sendable {
     public var filter: ReplicationFilter?
     /// How often a remote continuous feed sends a heartbeat, in milliseconds.
     public var heartbeatMilliseconds: Int
-    /// The target's ``Endpoint/recentWinners``: a remote feed's row naming only a revision the
-    /// target has as its winner is counted (``ChangeBatch/alreadyHeld``), not queued. In a
-    /// group most rows are such, each revision listed by every member.
-    public var targetWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)?
+    /// Whether the target is known to have a revision, given as its text (`N-digest`), as the
+    /// winner of a document: see ``Endpoint/recentWinners``.
+    public typealias TargetWinners = @Sendable (_ revision: UnsafeBufferPointer<UInt8>, _ id: String) -> Bool
+
+    /// The target's ``Endpoint/recentWinnerTexts``: a remote feed's row naming only a revision
+    /// the target has as its winner is counted (``ChangeBatch/alreadyHeld``), not queued. In a
+    /// group most rows are such, each revision listed by every member: they are asked about
+    /// as the feed sent them, no revision made.
+    public var targetWinners: TargetWinners?
 
     /// A request for the feed after `since`.
     public init(
         since: ChangeSequence, continuous: Bool, batchSize: Int, filter: ReplicationFilter?, heartbeatMilliseconds: Int = 10_000,
-        targetWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? = nil
+        targetWinners: TargetWinners? = nil
     ) {
         self.since = since
         self.continuous = continuous

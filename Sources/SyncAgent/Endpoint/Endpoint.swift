@@ -40,6 +40,9 @@ public protocol Endpoint: Sendable {
     /// of document `id`; false when unsure. Nil when it never knows (a remote database).
     var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? { get }
 
+    /// ``recentWinners`` asked with a revision's text (`N-digest`) as a feed sent it.
+    var recentWinnerTexts: ChangeFeedRequest.TargetWinners? { get }
+
     /// Reads the given revisions with their history and the attachments the
     /// other side lacks (`_bulk_get`, or `open_revs`), handing each to `deliver` as it
     /// is read, which may take its time (back pressure): however large the answer, the
@@ -61,6 +64,15 @@ public protocol Endpoint: Sendable {
 extension Endpoint {
     /// A database that only `_revs_diff` answers about.
     public var recentWinners: (@Sendable (_ revision: RevisionID, _ id: String) -> Bool)? { nil }
+
+    /// ``recentWinners`` with each text made a revision first.
+    public var recentWinnerTexts: ChangeFeedRequest.TargetWinners? {
+        guard let winners = recentWinners else { return nil }
+        return { text, id in
+            guard let revision = RevisionID(utf8: text) else { return false }
+            return winners(revision, id)
+        }
+    }
 
     /// Reads the given revisions into one array, attachments inline, for answers known to be small.
     public func revisions(_ requests: [MissingRevisions]) async throws(EndpointError) -> [FetchedRevision] {

@@ -79,6 +79,11 @@ public struct LocalEndpoint: Endpoint {
         { [database] revision, id in database.isRecentWinner(revision, of: id) }
     }
 
+    /// The same, asked with a revision's text.
+    public var recentWinnerTexts: ChangeFeedRequest.TargetWinners? {
+        { [database] revision, id in database.isRecentWinner(text: revision, of: id) }
+    }
+
     /// The store's `revsDiff`.
     public func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions] {
         do {

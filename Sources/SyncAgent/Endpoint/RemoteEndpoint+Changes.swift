@@ -183,7 +183,7 @@ extension RemoteEndpoint {
     /// the last row's sequence, `last_seq` and `pending`.
     private func changesPage(
         _ method: HTTPMethod, query: [(String, String)], body: [UInt8]?,
-        targetWinners: ((_ revision: RevisionID, _ id: String) -> Bool)?
+        targetWinners: ChangeFeedRequest.TargetWinners?
     ) async throws(EndpointError)
         -> (rows: [ChangedDocument], alreadyHeld: Int, lastRowSequence: ChangeSequence?, lastSequence: ChangeSequence?, pending: Int?) {
         let path = databasePath + "/_changes"
@@ -243,15 +243,20 @@ extension RemoteEndpoint {
     /// only what a replication uses: a row's `doc` stays text, kept when `keepingDocument`
     /// and the row names one first revision (a queue of edits holds no bodies), and parsed
     /// only if the target lacks the revision. A row naming only a revision `targetWinners`
-    /// holds is not built at all (its `doc` is skipped when it comes after `id` and `changes`,
-    /// as CouchDB sends it). Local documents are never in a feed: one listed there is refused,
-    /// not replicated.
+    /// holds is not built at all: its revision is asked about as the text it came as, and its
+    /// `doc` is skipped when it comes after `id` and `changes`, as CouchDB sends it. Local
+    /// documents are never in a feed: one listed there is refused, not replicated.
     private func feedLine(
-        _ reader: inout JSONReader, keepingDocument: Bool, targetWinners: ((_ revision: RevisionID, _ id: String) -> Bool)?
+        _ reader: inout JSONReader, keepingDocument: Bool, targetWinners: ChangeFeedRequest.TargetWinners?
     ) throws -> FeedLine {
         var sequence: JSON?
         var id: String?
-        var revisions: [RevisionID]?
+        var listsChanges = false
+        var revisionCount = 0
+        /// The first revision's text, in place, when it came as plain ASCII: made a revision only if needed.
+        var firstText: UnsafeBufferPointer<UInt8>?
+        /// The revisions not kept as `firstText`, in order.
+        var others: [RevisionID] = []
         var deleted = false
         var doc: [UInt8]?
         var last: JSON?
@@ -260,8 +265,8 @@ extension RemoteEndpoint {
         var held: Bool?
         func isHeld() -> Bool {
             if let held { return held }
-            guard let targetWinners, let id, let revisions, revisions.count == 1, !badRevision else { return false }
-            let answer = targetWinners(revisions[0], id)
+            guard let targetWinners, let id, let firstText, revisionCount == 1, !badRevision else { return false }
+            let answer = targetWinners(firstText, id)
             held = answer
             return answer
         }
@@ -274,27 +279,38 @@ extension RemoteEndpoint {
             case "last_seq": last = try value.value()
             case "changes":
                 // A repeated member counts once, the last, as in ``JSON/init(parsing:)``.
-                badRevision = false
-                var read: [RevisionID] = []
-                let isArray = try value.elements { change in
+                (badRevision, revisionCount, firstText, others, held) = (false, 0, nil, [], nil)
+                listsChanges = try value.elements { change in
+                    var text: UnsafeBufferPointer<UInt8>?
                     var revision: RevisionID?
                     _ = try change.members { name, value in
-                        if name == "rev" { revision = try value.string().flatMap(RevisionID.init) }
+                        guard name == "rev" else { return }
+                        text = value.asciiString()
+                        revision = text == nil ? try value.string().flatMap(RevisionID.init) : nil
                     }
-                    if let revision { read.append(revision) } else { badRevision = true }
+                    if let text, revisionCount == 0 {
+                        firstText = text
+                    } else if let read = revision ?? text.flatMap(RevisionID.init(utf8:)) {
+                        others.append(read)
+                    } else {
+                        badRevision = true
+                    }
+                    revisionCount += 1
                 }
-                revisions = isArray ? read : nil
-                held = nil
             default: break
             }
         }
         if let last { return .end(ChangeSequence(last)) }
-        guard isObject, let id, let sequence, let revisions else {
+        guard isObject, let id, let sequence, listsChanges else {
             throw EndpointError.badResponse(displayName, "a _changes row lacks seq, id or changes")
         }
         guard !id.hasPrefix("_local/") else { throw EndpointError.badResponse(displayName, "_changes listed the local document \(id)") }
-        guard !badRevision else { throw EndpointError.badResponse(displayName, "a _changes row has an invalid rev") }
         if isHeld() { return .held(ChangeSequence(sequence)) }
+        var revisions = others
+        if let firstText {
+            if let first = RevisionID(utf8: firstText) { revisions.insert(first, at: 0) } else { badRevision = true }
+        }
+        guard !badRevision else { throw EndpointError.badResponse(displayName, "a _changes row has an invalid rev") }
         var row = ChangedDocument(sequence: ChangeSequence(sequence), id: id, revisions: revisions, deleted: deleted)
         if row.onlyRevisionIsFirst { row.carriedDocument = doc }
         return .change(row)

@@ -38,7 +38,7 @@ struct ReplicationSession: Sendable {
             filter: configuration.filter,
             heartbeatMilliseconds: Int(configuration.heartbeat.components.seconds * 1000
                 + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000),
-            targetWinners: target.recentWinners
+            targetWinners: target.recentWinnerTexts
         )
         do {
             let staging = try await target.attachmentStaging()
