@@ -104,17 +104,7 @@ struct JSONParser {
     mutating func memberNameInPlace() throws(JSONSyntaxError) -> JSONReader.Name {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-        var end = index + 1
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\\") {
-            end += 1
-        }
-        let name: JSONReader.Name
-        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            name = JSONReader.Name(bytes: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
-            index = end + 1
-        } else {
-            name = JSONReader.Name(decoded: try parseString())
-        }
+        let name = if let text = asciiString() { JSONReader.Name(bytes: text) } else { JSONReader.Name(decoded: try parseString()) }
         try nameSeparator()
         return name
     }

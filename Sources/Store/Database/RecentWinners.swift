@@ -24,16 +24,9 @@ final class RecentWinners: Sendable {
             (generation, self.high, self.low) = (revision.generation, high, low)
         }
 
-        /// Nil for text that is not `N-` and 32 lowercase hex digits, N from 1 to 2^40 - 1, as ``RevisionID`` reads it.
+        /// Nil for text that is not a revision (as ``RevisionID`` reads it) whose digest is 32 lowercase hex digits.
         init?(text: UnsafeBufferPointer<UInt8>) {
-            guard text.count > 33, let dash = text.firstIndex(of: UInt8(ascii: "-")), dash > 0, text.count - dash == 33 else { return nil }
-            var generation = 0
-            for byte in text[..<dash] {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                generation = generation * 10 + Int(byte &- UInt8(ascii: "0"))
-                guard generation < 1 << 40 else { return nil }
-            }
-            guard generation >= 1, let (high, low) = Self.digits(UnsafeBufferPointer(rebasing: text[(dash + 1)...])) else { return nil }
+            guard let (generation, digest) = RevisionID.parts(text), let (high, low) = Self.digits(digest) else { return nil }
             (self.generation, self.high, self.low) = (generation, high, low)
         }
 

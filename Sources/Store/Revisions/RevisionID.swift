@@ -45,6 +45,15 @@ public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// 1 to 128 printable ASCII characters other than `"`. Works on the bytes, with no
     /// generic string code: the replicator and `_revs_diff` parse thousands a second.
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> RevisionID? {
+        guard let (generation, digest) = parts(bytes), !digest.isEmpty, digest.count <= 128,
+              digest.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") })
+        else { return nil }
+        return RevisionID(generation: generation, digest: String(decoding: digest, as: UTF8.self))
+    }
+
+    /// The generation of `N-digest` and the bytes of its digest, unchecked: nil when N is not
+    /// a decimal from 1 to 2^40 - 1 followed by `-`.
+    static func parts(_ bytes: UnsafeBufferPointer<UInt8>) -> (generation: Int, digest: UnsafeBufferPointer<UInt8>)? {
         guard let dash = bytes.firstIndex(of: UInt8(ascii: "-")), dash > 0 else { return nil }
         var generation = 0
         for byte in bytes[..<dash] {
@@ -52,11 +61,8 @@ public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertibl
             generation = generation * 10 + Int(byte - UInt8(ascii: "0"))
             guard generation < 1 << 40 else { return nil }
         }
-        let digest = UnsafeBufferPointer(rebasing: bytes[(dash + 1)...])
-        guard generation >= 1, !digest.isEmpty, digest.count <= 128,
-              digest.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") })
-        else { return nil }
-        return RevisionID(generation: generation, digest: String(decoding: digest, as: UTF8.self))
+        guard generation >= 1 else { return nil }
+        return (generation, UnsafeBufferPointer(rebasing: bytes[(dash + 1)...]))
     }
 
     public var description: String { "\(generation)-\(digest)" }
