@@ -22,7 +22,8 @@ import TestBed
 /// prints RSS split into anonymous and file-backed pages, threads, and CPU ticks over the
 /// window. `--hold N` keeps the converged group running N seconds more, its agents' PIDs
 /// printed, to look at with strace or perf. `--log-level` (`info`, `debug`) runs the agents at
-/// that level and prints what each logged while the group formed (who refused whom, and when).
+/// that level and prints what each logged while the group formed (who refused whom, and when),
+/// then what each logged while it converged.
 func agentGroup(arguments: [String]) async throws {
     let count = option("hosts", in: arguments, default: 10)
     let rounds = option("rounds", in: arguments, default: 1)
@@ -87,11 +88,16 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
             return peers.count == count - 1 && peers.allSatisfy { $0.state == "online" }
         }
         figure("last pairing -> every host online with every other", online - lastPairing, "s", decimals: 2)
-        if logLevel != nil {
-            for (agent, host) in zip(agents, bed.hosts) {
-                for line in agent.process.errorText.split(separator: "\n") { print("  \(host.name): \(line)") }
+        var printedLines = agents.map { _ in 0 }
+        func printLogs() {
+            guard logLevel != nil else { return }
+            for (index, (agent, host)) in zip(agents, bed.hosts).enumerated() {
+                let lines = agent.process.errorText.split(separator: "\n")
+                for line in lines.dropFirst(printedLines[index]) { print("  \(host.name): \(line)") }
+                printedLines[index] = lines.count
             }
         }
+        printLogs()
 
         // Convergence: `docs` documents on every host at once.
         var before: [[String: (read: Int, written: Int)]] = []
@@ -111,6 +117,7 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         figure("\(docs) docs on each host at once -> all \(total) on every host (goal <= 2)", convergence, "s", decimals: 2)
         figure("of which writing them, 100 per _bulk_docs, as they sync", writing, "s", decimals: 2)
         figure("CPU all agents used until then (this machine: \(ProcessInfo.processInfo.activeProcessorCount) cores)", busy, "s", decimals: 2)
+        printLogs()
 
         // Idle, once every pull is idle and nothing has moved for a second.
         let settled = try await settle(agents)

@@ -114,6 +114,81 @@ final class ChangesTests: DatabaseTestCase {
 
     /// Feeds at the same place share the page the first read: the second takes the rows as
     /// they were then, and a document changed since comes again at its new sequence.
+    /// A member's pull writes relayed changes: a first-hand feed leaves out each document whose
+    /// latest change was relayed, until a first-hand change moves it on again.
+    func testAFirstHandFeedLeavesOutWhatAMembersPullWrote() async throws {
+        let a = try await database.put(["_id": "a", "v": 1]).revision
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"b","_rev":"1-bb","_revisions":{"start":1,"ids":["bb"]}}"#))],
+                                        newEdits: false, relayed: true)
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"c","_rev":"1-cc","_revisions":{"start":1,"ids":["cc"]}}"#))],
+                                        newEdits: false)
+        // A relayed conflict supersedes a's first-hand row.
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"a","_rev":"1-ff","_revisions":{"start":1,"ids":["ff"]}}"#))],
+                                        newEdits: false, relayed: true)
+        var firstHand = ChangesOptions()
+        firstHand.firstHandOnly = true
+        firstHand.allLeaves = true
+        XCTAssertEqual(try database.changes(ChangesOptions()).changes.map(\.id), ["b", "c", "a"])
+        XCTAssertEqual(try database.changes(firstHand).changes.map(\.id), ["c"])
+        XCTAssertEqual(try database.changes(firstHand).lastSequence, 4, "read to the end: the checkpoint passes the relayed rows")
+
+        // An edit here makes b first-hand again, at its new sequence.
+        let b2 = try await database.put(["_id": "b", "_rev": "1-bb", "v": 2]).revision
+        XCTAssertEqual(try database.changes(firstHand).changes.map(\.id), ["c", "b"])
+        XCTAssertEqual(try database.changes(firstHand).changes.last?.revisions, [b2])
+        firstHand.documentIDs = ["a", "b"]
+        XCTAssertEqual(try database.changes(firstHand).changes.map(\.id), ["b"])
+        firstHand.documentIDs = nil
+        var allLeaves = ChangesOptions()
+        allLeaves.allLeaves = true
+        XCTAssertEqual(Set(try database.changes(allLeaves).changes.first { $0.id == "a" }?.revisions ?? []), [a, RevisionID("1-ff")!])
+
+        // Writes grouped into one transaction keep their own marks.
+        let database = self.database!
+        async let relayed = database.bulkDocs(
+            [DocumentUpload(json(#"{"_id":"d","_rev":"1-dd","_revisions":{"start":1,"ids":["dd"]}}"#))], newEdits: false, relayed: true)
+        async let local = database.bulkDocs((0..<20).map { DocumentUpload(["_id": .string("e\($0)")]) })
+        _ = try await (relayed, local)
+        let listed = try database.changes(firstHand).changes.map(\.id)
+        XCTAssertFalse(listed.contains("d"))
+        XCTAssertEqual(listed.filter { $0.hasPrefix("e") }.count, 20)
+    }
+
+    /// A whole feed's page is not handed to a first-hand feed at the same place.
+    func testAFirstHandFeedDoesNotTakeTheWholeFeedsPage() async throws {
+        try await database.put(["_id": "a"])
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"b","_rev":"1-bb","_revisions":{"start":1,"ids":["bb"]}}"#))],
+                                        newEdits: false, relayed: true)
+        var whole = database.changeFeed(ChangesOptions()).makeAsyncIterator()
+        let wholePage = try await whole.next()
+        XCTAssertEqual(wholePage?.map(\.id), ["a", "b"])
+        var options = ChangesOptions()
+        options.firstHandOnly = true
+        var firstHand = database.changeFeed(options).makeAsyncIterator()
+        let firstHandPage = try await firstHand.next()
+        XCTAssertEqual(firstHandPage?.map(\.id), ["a"])
+    }
+
+    /// A file from before changes were marked relayed opens with every change first-hand.
+    func testAFileFromBeforeRelayedMarksListsEveryChangeFirstHand() async throws {
+        try await database.put(["_id": "a"])
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"b","_rev":"1-bb","_revisions":{"start":1,"ids":["bb"]}}"#))],
+                                        newEdits: false, relayed: true)
+        database.close()
+        do {
+            let connection = try Connection(path: directory.file("test.sqlite"), readOnly: false)
+            try connection.execute("ALTER TABLE docs DROP COLUMN relayed; PRAGMA user_version = 2")
+        }
+        database = try Database.open(path: directory.file("test.sqlite"), name: "test")
+        var firstHand = ChangesOptions()
+        firstHand.firstHandOnly = true
+        XCTAssertEqual(try database.changes(firstHand).changes.map(\.id), ["a", "b"])
+        _ = try await database.bulkDocs([DocumentUpload(json(#"{"_id":"c","_rev":"1-cc","_revisions":{"start":1,"ids":["cc"]}}"#))],
+                                        newEdits: false, relayed: true)
+        XCTAssertEqual(try database.changes(firstHand).changes.map(\.id), ["a", "b"])
+        XCTAssertEqual(try database.changes(ChangesOptions()).changes.map(\.id), ["a", "b", "c"])
+    }
+
     func testFeedsAtTheSamePlaceShareThePageOneRead() async throws {
         let first = try await database.put(["_id": "a", "v": 1]).revision
         var options = ChangesOptions()

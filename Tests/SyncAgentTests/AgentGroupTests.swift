@@ -129,6 +129,60 @@ final class AgentGroupTests: XCTestCase {
         }
     }
 
+    /// Most pulls read first-hand changes only (``FeedRing``): a member killed mid-burst leaves each
+    /// of the others with part of what it wrote, which only the whole feeds the ring reads (or a
+    /// sweep, within the minute) carry on: every member still ends with all any of them took.
+    func testWhatAMemberKilledMidBurstWroteReachesEveryOtherMemberThatAnyOneHas() async throws {
+        try await TestBed.with(hosts: 5) { bed in
+            let agents = try await AgentProcess.start(on: bed, in: directory.path)
+            defer { agents.forEach { $0.stop() } }
+            try agents[1].pair(with: try XCTUnwrap(agents[0].invitation))
+            for index in 2..<agents.count { try await agents[index].join(agents[index - 1]) }
+            for agent in agents {
+                try await agent.waitUntil("\(agent.directory) lists the other four", timeout: .seconds(60)) { try agent.members().count == 4 }
+            }
+            try await agents[0].put("syncd", "seed", [:])
+            for agent in agents {
+                try await agent.waitUntil("\(agent.directory) has the seed") { try await agent.ids("syncd").contains("seed") }
+            }
+            let writer = agents[2]
+            let others = agents.enumerated().filter { $0.offset != 2 }.map(\.element)
+            let body = String(repeating: "x", count: 9000)
+            let writing = Task {
+                for batch in 0..<40 {
+                    try await writer.bulk("syncd", (0..<50).map { ["_id": .string("w\(batch * 50 + $0)"), "text": .string(body)] })
+                }
+            }
+            try await others[0].waitUntil("some of the burst reached another member", timeout: .seconds(60)) {
+                var most = 0
+                for agent in others { most = max(most, try await agent.ids("syncd").count) }
+                return most > 300
+            }
+            writer.process.signal(SIGKILL)
+            _ = writer.process.waitForExit(timeout: .seconds(10))
+            writing.cancel()
+            var held: [Int] = []
+            for agent in others { held.append(try await agent.ids("syncd").count) }
+
+            var union = Set<String>()
+            try await others[0].waitUntil("the four members hold the same documents", timeout: .seconds(45)) {
+                var sets: [Set<String>] = []
+                for agent in others { sets.append(try await agent.ids("syncd")) }
+                union = sets.reduce(into: Set<String>()) { $0.formUnion($1) }
+                return sets.allSatisfy { $0 == union }
+            }
+            _ = try await AgentProcess.settledPulls(others)
+            for agent in others {
+                let ids = try await agent.ids("syncd")
+                XCTAssertEqual(ids, union, "\(agent.directory) after the pulls settled")
+            }
+            XCTAssertGreaterThanOrEqual(union.count, held.max() ?? 0)
+            if ProcessInfo.processInfo.environment["SYNCD_TEST_LOGS"] != nil {
+                print("held when the writer was killed: \(held); all four now hold \(union.count)")
+            }
+        }
+    }
+
     func testAHostRemovedOnItsIntroducerIsStoppedEverywhereAndKeepsItsData() async throws {
         try await TestBed.with(hosts: 3) { bed in
             let agents = try await AgentProcess.start(on: bed, in: directory.path)

@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 import NIOSSL
 import Store
@@ -57,5 +58,71 @@ final class PeerPullsTests: XCTestCase {
             try await connection.probe()
             XCTFail("the connection's client was not shut down with the pulls")
         } catch {}
+    }
+
+    /// A first-hand pull reads only what entered the group at the peer, over HTTPS, and writes what it
+    /// takes as relayed; switched to the whole feed and back, each kind resumes from its own checkpoint.
+    func testAFirstHandPullTakesOnlyWhatEnteredAtThePeerAndEachKindKeepsItsCheckpoint() async throws {
+        let (a, b, peer) = try await pairedListeners(sharing: ["d1"])
+        let source = try a.catalog.database("d1")
+        try await source.putDocuments(count: 10, prefix: "own")
+        // What a's own pulls from other members wrote.
+        let relayed = (0..<5).map { n in DocumentUpload(["_id": .string("relayed\(n)"), "_rev": .string("1-\(String(repeating: "a", count: 31))\(n)"),
+                                                         "_revisions": ["start": 1, "ids": .array([.string(String(repeating: "a", count: 31) + "\(n)")])]]) }
+        for result in try await source.bulkDocs(relayed, newEdits: false, relayed: true) { _ = try result.result.get() }
+        let certificate = try NIOSSLCertificate(bytes: a.listener.node.identity.certificateDER, format: .der)
+        let connection = try PeerConnection(address: "127.0.0.1:\(a.port)", certificate: certificate,
+                                            identity: b.listener.node.identity, peerUUID: peer.uuid)
+        let pulls = PeerPulls(peer: peer, databases: ["d1": nil], firstHand: ["d1"], context: b.linkContext(AddressBook()), report: { _ in })
+        pulls.start(over: connection)
+        let target = try b.catalog.database("d1")
+        func idle(written: Int) -> Bool {
+            pulls.replications["d1"].map { $0.activity == .idle && $0.docsWritten == written } ?? false
+        }
+        try await waitUntil("B takes a's first-hand documents", timeout: .seconds(30)) { idle(written: 10) }
+        XCTAssertEqual(try target.changes(ChangesOptions()).changes.count, 10)
+        var firstHand = ChangesOptions()
+        firstHand.firstHandOnly = true
+        XCTAssertEqual(try target.changes(firstHand).changes.count, 0, "what a member's pull wrote is relayed")
+        XCTAssertEqual(try target.changes(ChangesOptions()).changes.count, 10)
+
+        await pulls.update(firstHand: []).value
+        try await waitUntil("B takes a's whole feed", timeout: .seconds(30)) { idle(written: 15) }
+        XCTAssertEqual(try target.changes(ChangesOptions()).changes.count, 15)
+        let read = try XCTUnwrap(pulls.replications["d1"]?.docsRead)
+
+        // Back to first-hand: it resumes where that kind left off, so nothing is read again.
+        try await source.putDocuments(count: 3, prefix: "later")
+        await pulls.update(firstHand: ["d1"]).value
+        try await waitUntil("B takes a's new first-hand documents", timeout: .seconds(30)) { idle(written: 18) }
+        XCTAssertEqual(pulls.replications["d1"]?.docsRead, read + 3)
+        await pulls.stop(quickly: false)
+    }
+
+    /// A database pulled first-hand has the peer's whole feed swept once in a while: what the ring
+    /// did not bring (here, what the peer relayed) arrives without the pull changing kind.
+    func testASweepOfTheWholeFeedBringsWhatAFirstHandPullLeavesOut() async throws {
+        let (a, b, peer) = try await pairedListeners(sharing: ["d1"])
+        let source = try a.catalog.database("d1")
+        try await source.putDocuments(count: 4, prefix: "own")
+        let relayed = DocumentUpload(try JSON(parsing: #"{"_id":"relayed","_rev":"1-abc","_revisions":{"start":1,"ids":["abc"]}}"#))
+        _ = try await source.bulkDocs([relayed], newEdits: false, relayed: true)
+        let certificate = try NIOSSLCertificate(bytes: a.listener.node.identity.certificateDER, format: .der)
+        let connection = try PeerConnection(address: "127.0.0.1:\(a.port)", certificate: certificate,
+                                            identity: b.listener.node.identity, peerUUID: peer.uuid)
+        var context = b.linkContext(AddressBook())
+        context.sweepInterval = .milliseconds(300)
+        let pulls = PeerPulls(peer: peer, databases: ["d1": nil], firstHand: ["d1"], context: context, report: { _ in })
+        pulls.start(over: connection)
+        let target = try b.catalog.database("d1")
+        try await waitUntil("a sweep brings what a relayed", timeout: .seconds(30)) {
+            (try? target.changes(ChangesOptions()).changes.count) == 5
+        }
+        XCTAssertEqual(pulls.firstHand, ["d1"])
+        XCTAssertEqual(pulls.replications["d1"]?.docsWritten, 5, "the sweep's documents are counted")
+        var firstHand = ChangesOptions()
+        firstHand.firstHandOnly = true
+        XCTAssertEqual(try target.changes(firstHand).changes.count, 0, "what a sweep wrote is relayed")
+        await pulls.stop(quickly: false)
     }
 }

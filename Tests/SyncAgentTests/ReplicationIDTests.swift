@@ -21,9 +21,16 @@ import Testing
             ReplicationID(local: local, remote: remote, direction: .pull, filter: nil),
             ReplicationID(local: local, remote: remote, direction: .push, filter: .documentIDs(["a"])),
             ReplicationID(local: local, remote: remote, direction: .push, filter: .selector(["type": "note"])),
+            ReplicationID(local: local, remote: remote, direction: .push, filter: nil, firstHandOnly: true),
         ]
         #expect(Set(variants.map(\.value)).count == variants.count)
         #expect(!variants.contains(base))
+    }
+
+    /// The recipe of a whole-feed pull is as before first-hand pulls were added: its checkpoints are kept.
+    @Test func aWholeFeedPullKeepsTheIDItHadBeforeFirstHandPulls() {
+        #expect(ReplicationID(local: local, remote: remote, direction: .pull, filter: nil).value == "e70584b5b085002a2a061df2ec6e6d678507e333c93cf124ebc444933b88a0a0")
+        #expect(ReplicationID(local: local, remote: remote, direction: .pull, filter: nil, firstHandOnly: true).value != "e70584b5b085002a2a061df2ec6e6d678507e333c93cf124ebc444933b88a0a0")
     }
 
     @Test func filtersAreCanonical() {

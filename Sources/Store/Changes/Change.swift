@@ -30,6 +30,10 @@ public struct ChangesOptions: Sendable {
     public var selector: Selector?
     /// Only design documents (`filter=_design`).
     public var designOnly = false
+    /// Only first-hand changes: a document whose latest change a group member's pull wrote
+    /// (``Database/bulkDocs(_:newEdits:relayed:)``) is left out. A member reads the others'
+    /// first-hand feeds, so each revision is listed to it once, by the member it entered at.
+    public var firstHandOnly = false
 
     /// All changes since the start, winners only.
     public init(since: UInt64 = 0) { self.since = since }

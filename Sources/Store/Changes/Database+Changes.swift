@@ -38,7 +38,8 @@ extension Database {
             }
 
             if let ids = options.documentIDs {
-                let select = try db.statement("SELECT seq, winner, deleted, tree FROM docs WHERE id = ?")
+                let select = try db.statement(options.firstHandOnly ? "SELECT seq, winner, deleted, tree FROM docs WHERE id = ? AND relayed = 0"
+                                              : "SELECT seq, winner, deleted, tree FROM docs WHERE id = ?")
                 var found: [(UInt64, String, String, Bool, [UInt8])] = []
                 for id in ids {
                     select.reset()
@@ -54,7 +55,8 @@ extension Database {
             } else {
                 let order = options.descending ? "DESC" : "ASC"
                 let columns = needsTree ? "seq, id, winner, deleted, tree" : "seq, id, winner, deleted"
-                let select = try db.statement(sql: "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(order)")
+                let firstHand = options.firstHandOnly ? " AND relayed = 0" : ""
+                let select = try db.statement(sql: "SELECT \(columns) FROM docs WHERE seq > ?\(firstHand) ORDER BY seq \(order)")
                 select.bind(options.since, at: 1)
                 // A filter may pass over the whole database for one page: stop when the asking task is cancelled.
                 var examined = 0

@@ -19,11 +19,13 @@ final class SharedFeedPage: Sendable {
         let limit: Int?
         let allLeaves: Bool
         let includeDocuments: Bool
+        let firstHandOnly: Bool
 
         /// Nil for options whose pages are not shared (a filter, or newest first).
         init?(_ options: ChangesOptions) {
             guard !options.descending, !options.isFiltered else { return nil }
             (since, limit, allLeaves, includeDocuments) = (options.since, options.limit, options.allLeaves, options.includeDocuments)
+            firstHandOnly = options.firstHandOnly
         }
     }
 

@@ -11,7 +11,9 @@ extension Database {
     /// id is derived from the edit. With `newEdits: false` each document is an
     /// existing revision with its ancestry (`_revisions`), merged into the tree as
     /// replication requires; an already-known revision is accepted unchanged.
-    public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true) async throws(StoreError) -> [WriteResult] {
+    /// `relayed`: a group member's pull is writing what another member had, so the
+    /// documents it changes are left out of first-hand feeds (``ChangesOptions/firstHandOnly``).
+    public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true, relayed: Bool = false) async throws(StoreError) -> [WriteResult] {
         let batch = BulkValidation(uploads) { [self] upload in
             let parsed = validate(upload, newEdits: newEdits)
             return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
@@ -30,6 +32,9 @@ extension Database {
         let pending = submit { context in
             var results: [WriteResult] = []
             results.reserveCapacity(uploads.count)
+            // Writes grouped into the same transaction have their own marks.
+            context.relayed = relayed
+            defer { context.relayed = false }
             // Consecutive revisions of one document change its row once.
             var row: EditedRow?
             for index in 0..<batch.chunkCount {

@@ -60,12 +60,13 @@ enum DocumentUpdate {
     private static func create(_ document: ParsedDocument, in context: inout WriteContext) throws -> RevisionID? {
         let creation = try document.creation ?? Creation(document)
         let insert = try context.connection.statement(
-            "INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING")
+            "INSERT INTO docs(seq, id, winner, deleted, tree, relayed) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING")
         insert.bind(Int64(context.lastSequence + 1), at: 1)
         insert.bind(document.id!, at: 2)
         insert.bind(creation.winner, at: 3)
         insert.bind(document.deleted ? 1 : 0, at: 4)
         insert.bind(creation.tree, at: 5)
+        insert.bind(context.relayed ? 1 : 0, at: 6)
         try insert.run()
         guard context.connection.changes > 0 else { return nil }
         _ = context.nextSequence()

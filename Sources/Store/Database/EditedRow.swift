@@ -92,26 +92,28 @@ struct EditedRow {
         try AncestorBodies.keep(ancestorBodies, id: id, in: db)
         ancestorBodies = []
         if let stored {
-            let update = try db.statement("UPDATE docs SET seq = ?, winner = ?, deleted = ?, tree = ? WHERE seq = ?")
+            let update = try db.statement("UPDATE docs SET seq = ?, winner = ?, deleted = ?, tree = ?, relayed = ? WHERE seq = ?")
             defer { update.reset() }
             update.bind(Int64(sequence), at: 1)
             update.bind(winner.revision.description, at: 2)
             update.bind(winner.deleted ? 1 : 0, at: 3)
             update.bind(encoded, at: 4)
-            update.bind(stored.sequence, at: 5)
+            update.bind(context.relayed ? 1 : 0, at: 5)
+            update.bind(stored.sequence, at: 6)
             try update.run()
             if stored.deleted != winner.deleted {
                 context.docCount += winner.deleted ? -1 : 1
                 context.deletedCount += winner.deleted ? 1 : -1
             }
         } else {
-            let insert = try db.statement("INSERT INTO docs(seq, id, winner, deleted, tree) VALUES (?, ?, ?, ?, ?)")
+            let insert = try db.statement("INSERT INTO docs(seq, id, winner, deleted, tree, relayed) VALUES (?, ?, ?, ?, ?, ?)")
             defer { insert.reset() }
             insert.bind(Int64(sequence), at: 1)
             insert.bind(id, at: 2)
             insert.bind(winner.revision.description, at: 3)
             insert.bind(winner.deleted ? 1 : 0, at: 4)
             insert.bind(encoded, at: 5)
+            insert.bind(context.relayed ? 1 : 0, at: 6)
             try insert.run()
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }

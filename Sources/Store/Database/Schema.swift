@@ -6,10 +6,11 @@
 /// holds, is one BLOB; the winner and its deletion flag are columns so listings
 /// need not decode it. Bodies of revisions that are no longer leaves move to
 /// `ancestor_bodies` until compaction, so the tree rewritten on each update
-/// stays small. `query_indexes` and `query_entries` hold the Mango indexes
+/// stays small. `relayed` marks a row whose latest change a group member's pull
+/// wrote (``ChangesOptions/firstHandOnly`` leaves such rows out). `query_indexes` and `query_entries` hold the Mango indexes
 /// (``IndexEntries``).
 enum Schema {
-    static let version = 2
+    static let version = 3
 
     static func migrate(_ db: Connection) throws(StoreError) {
         let current = try userVersion(db)
@@ -30,7 +31,8 @@ enum Schema {
                 winner TEXT NOT NULL,
                 deleted INTEGER NOT NULL,
                 tree BLOB NOT NULL,
-                expires REAL
+                expires REAL,
+                relayed INTEGER NOT NULL DEFAULT 0
             ) STRICT;
             CREATE INDEX IF NOT EXISTS docs_by_expiry ON docs(expires) WHERE expires IS NOT NULL;
             CREATE TABLE IF NOT EXISTS local_docs (
@@ -47,6 +49,10 @@ enum Schema {
             \(IndexEntries.schema)
             """)
         do {
+            // A file from before rows were marked relayed: every change counts as first-hand.
+            if try !hasColumn("relayed", of: "docs", in: db) {
+                try db.execute("ALTER TABLE docs ADD COLUMN relayed INTEGER NOT NULL DEFAULT 0")
+            }
             // A file from before indexes were kept may hold design documents that define some.
             try IndexEntries.defineAll(in: db)
             try db.execute("PRAGMA user_version = \(version); COMMIT")
@@ -54,6 +60,14 @@ enum Schema {
             try? db.execute("ROLLBACK")
             throw error as? StoreError ?? .internal("cannot build the query indexes: \(error)")
         }
+    }
+
+    private static func hasColumn(_ column: String, of table: String, in db: Connection) throws(StoreError) -> Bool {
+        let statement = try db.statement("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
+        statement.bind(table, at: 1)
+        statement.bind(column, at: 2)
+        defer { statement.reset() }
+        return try statement.step()
     }
 
     private static func userVersion(_ db: Connection) throws(StoreError) -> Int {

@@ -38,6 +38,8 @@ public final class Agent: Service, RunningAgent, Sendable {
     private let state: Locked<State>
     /// Held while a reload reads and applies the file.
     private let reloading = Locked(())
+    /// Held while the feed ring is worked out and applied, so the last to apply saw the latest links.
+    private let placingFeeds = Locked(())
 
     private struct State {
         var configuration: AgentConfiguration
@@ -315,7 +317,10 @@ public final class Agent: Service, RunningAgent, Sendable {
         }
         let context = PeerLink.Context(catalog: node.catalog, identity: node.identity, addresses: addresses,
                                        activeTasks: node.activeTasks, claims: claims, logger: logger,
-                                       connectionChanged: { [weak self] in self?.countPeersOnline() }, peers: node.peers)
+                                       connectionChanged: { [weak self] in
+                                           self?.countPeersOnline()
+                                           self?.placeFeeds()
+                                       }, peers: node.peers)
         let (stopped, changed): ([Task<Void, Never>], [(PeerLink, [String: ReplicationFilter?])]) = state.withLock { state in
             var stopped: [Task<Void, Never>] = []
             var changed: [(PeerLink, [String: ReplicationFilter?])] = []
@@ -338,7 +343,29 @@ public final class Agent: Service, RunningAgent, Sendable {
         for task in stopped { task.cancel() }
         if !stopped.isEmpty { countPeersOnline() }
         // Databases added, removed or refiltered: the link's other replications keep running.
-        return changed.map { link, filters in link.update(databases: filters) }
+        let updates = changed.map { link, filters in link.update(databases: filters) }
+        return updates + placeFeeds()
+    }
+
+    /// Works out from the links which peers' feeds are read whole and which first-hand only
+    /// (``FeedRing``), and moves the pulls whose kind changed; returns their tasks.
+    @discardableResult
+    private func placeFeeds() -> [Task<Void, Never>] {
+        placingFeeds.withLock { _ in
+            let links = state.withLock { $0.links.values.map(\.link) }
+            let ring = FeedRing(ownID: node.identity.id)
+            // A private pairing, or a database not introduced, is outside the ring: others may not know
+            // the peer, so what it relays reaches them through this node, which reads its whole feed.
+            let sharing = node.sharing
+            let firstHand = ring.firstHand(links.map { link in
+                FeedRing.Member(id: link.peer.id, databases: link.peer.introduce ? Set(link.databases.keys.filter(sharing.introduces)) : [],
+                                present: !link.isAway)
+            })
+            return links.compactMap { link in
+                let wanted = firstHand[link.peer.id] ?? []
+                return wanted == link.firstHand ? nil : link.update(firstHand: wanted)
+            }
+        }
     }
 
     private func stopReplications() async {

@@ -45,6 +45,11 @@ public struct ChangeFeedRequest: Sendable {
     public var batchSize: Int
     /// Only the documents this filter lets through.
     public var filter: ReplicationFilter?
+    /// Only the changes that entered the group at the source (``ChangesOptions/firstHandOnly``):
+    /// a syncd source leaves out what its group members' pulls wrote; any other sends everything.
+    public var firstHandOnly = false
+    /// The query parameter that asks a syncd listener for first-hand changes only.
+    static let firstHandParameter = "syncd_first_hand"
     /// How often a remote continuous feed sends a heartbeat, in milliseconds.
     public var heartbeatMilliseconds: Int
     /// Whether the target is known to have a revision, given as its text (`N-digest`), as the

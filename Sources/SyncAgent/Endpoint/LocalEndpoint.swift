@@ -5,10 +5,14 @@ import Store
 public struct LocalEndpoint: Endpoint {
     /// The database.
     public let database: Database
+    /// What is written here is marked relayed (``Database/bulkDocs(_:newEdits:relayed:)``):
+    /// the target of a pull from a group member.
+    public let writesRelayed: Bool
 
-    /// The endpoint of `database`.
-    public init(_ database: Database) {
+    /// The endpoint of `database`; `writesRelayed`: it is the target of a pull from a group member.
+    public init(_ database: Database, writesRelayed: Bool = false) {
         self.database = database
+        self.writesRelayed = writesRelayed
     }
 
     /// "local database NAME".
@@ -49,6 +53,7 @@ public struct LocalEndpoint: Endpoint {
         var commits = database.commits().makeAsyncIterator()
         var options = ChangesOptions(since: request.since.localNumber ?? 0)
         options.allLeaves = true
+        options.firstHandOnly = request.firstHandOnly
         let limit = max(1, request.batchSize)
         options.limit = limit
         switch request.filter {
@@ -152,7 +157,7 @@ public struct LocalEndpoint: Endpoint {
     /// This database's own store: content staged there is written without a copy.
     public func attachmentStaging() async throws(EndpointError) -> AttachmentStaging { .database(database) }
 
-    /// `bulkDocs` with `newEdits: false`; attachment files from another store are copied into this one first.
+    /// `bulkDocs` with `newEdits: false` (marked relayed when ``writesRelayed``); attachment files from another store are copied into this one first.
     public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         do {
             var uploads: [DocumentUpload] = []
@@ -168,7 +173,7 @@ public struct LocalEndpoint: Endpoint {
                 }
                 uploads.append(DocumentUpload(revision.json, staged: staged))
             }
-            let results = try await database.bulkDocs(uploads, newEdits: false)
+            let results = try await database.bulkDocs(uploads, newEdits: false, relayed: writesRelayed)
             return results.compactMap { result in
                 guard case .failure(let error) = result.result else { return nil }
                 return WriteFailure(id: result.id, error: error.error, reason: error.reason)

@@ -14,7 +14,7 @@ extension RemoteEndpoint {
         while true {
             try Task.checkCancellation()
             var query = [("style", "all_docs"), ("feed", "normal"), ("since", since.description), ("limit", String(limit))]
-            let (method, body) = filterParameters(request.filter, into: &query)
+            let (method, body) = filterParameters(request, into: &query)
             let page = try await changesPage(method, query: query, body: body, targetWinners: request.targetWinners)
             let last = page.lastSequence ?? page.lastRowSequence ?? since
             let pending = page.pending
@@ -71,7 +71,7 @@ extension RemoteEndpoint {
         // (see ``firstRevision(of:in:)``), and a lone write reaches the target without a `_bulk_get`.
         var query = [("style", "all_docs"), ("feed", "continuous"), ("since", start.description),
                      ("heartbeat", String(request.heartbeatMilliseconds)), ("include_docs", "true")]
-        let (method, body) = filterParameters(request.filter, into: &query)
+        let (method, body) = filterParameters(request, into: &query)
         watch.waiting()
         let response = try await send(method, databasePath + "/_changes", query: query, body: body,
                                       accept: "application/json", timeout: ReplicatorTuning.continuousFeedTimeout)
@@ -152,9 +152,11 @@ extension RemoteEndpoint {
         return since
     }
 
-    /// Adds `filter=` for a filter and returns the method and body that carry its argument.
-    private func filterParameters(_ filter: ReplicationFilter?, into query: inout [(String, String)]) -> (HTTPMethod, [UInt8]?) {
-        switch filter {
+    /// Adds `filter=` for the request's filter, and syncd's first-hand parameter when asked
+    /// for, and returns the method and body that carry the filter's argument.
+    private func filterParameters(_ request: ChangeFeedRequest, into query: inout [(String, String)]) -> (HTTPMethod, [UInt8]?) {
+        if request.firstHandOnly { query.append((ChangeFeedRequest.firstHandParameter, "true")) }
+        switch request.filter {
         case nil:
             return (.GET, nil)
         case .documentIDs(let ids)?:

@@ -47,6 +47,8 @@ struct ChangesRequest: Sendable {
         options.limit = try query.integer("limit")
         options.descending = try query.bool("descending")
         options.includeDocuments = try query.bool("include_docs")
+        // syncd's own: a member reading another's first-hand changes (CouchDB ignores it, as older syncd do).
+        options.firstHandOnly = try query.bool(ChangeFeedRequest.firstHandParameter)
         conflicts = try query.bool("conflicts")
         if let style = query["style"] {
             guard style == "all_docs" || style == "main_only" else { throw CouchError.badRequest("Supported `style` values: main_only, all_docs") }

@@ -21,6 +21,7 @@ final class FeedRows: Sendable {
         let count: Int
         let allLeaves: Bool
         let includeDocuments: Bool
+        let firstHandOnly: Bool
         let conflicts: Bool
         let eventSource: Bool
     }
@@ -39,7 +40,8 @@ final class FeedRows: Sendable {
         guard !options.isFiltered, let first = changes.first, let last = changes.last else { return write(changes) }
         let key = Key(database: database.uuid, instance: database.instanceStartTime, first: first.sequence,
                       last: last.sequence, count: changes.count, allLeaves: options.allLeaves,
-                      includeDocuments: options.includeDocuments, conflicts: conflicts, eventSource: eventSource)
+                      includeDocuments: options.includeDocuments, firstHandOnly: options.firstHandOnly, conflicts: conflicts,
+                      eventSource: eventSource)
         if let kept = pages.withLock({ pages in pages.first { $0.key == key }?.rows }) { return kept }
         let rows = write(changes)
         guard rows.count <= Self.bytesKept else { return rows }

@@ -30,6 +30,8 @@ final class PeerLink: Sendable {
         var peers: PeerStore? = nil
         /// How long the link waits after failing to reach the peer, or being refused.
         var retry = ReplicatorTuning.peerRetry
+        /// How often the whole feed of a database pulled first-hand is read once (``PeerPulls``).
+        var sweepInterval = ReplicatorTuning.wholeFeedSweep
     }
 
     /// What the link is doing.
@@ -49,6 +51,8 @@ final class PeerLink: Sendable {
         var state = ConnectionState.connecting
         var address: String?
         var reason: String?
+        /// Offline, and not reached since: the agent's ``FeedRing`` leaves the peer out.
+        var away = false
         /// A ``Wake/called`` was sent and no wake read since: calls in a burst make one wake, never
         /// crowding out the others (and one crowded out itself does not silence the calls after it).
         var callPending = false
@@ -78,11 +82,23 @@ final class PeerLink: Sendable {
     /// The databases pulled, with the pull filter of each.
     var databases: [String: ReplicationFilter?] { pulls.databases }
 
+    /// The databases whose first-hand changes only are pulled.
+    var firstHand: Set<String> { pulls.firstHand }
+
     /// Pulls `databases` from now on (recorded at once): replications of databases whose filter
     /// did not change keep running; others stop (they checkpoint) or start, done when the task ends.
     func update(databases: [String: ReplicationFilter?]) -> Task<Void, Never> {
         pulls.update(databases: databases)
     }
+
+    /// Pulls the first-hand changes only of the databases in `firstHand` (recorded at once),
+    /// the whole feed of the others; pulls whose kind changed start again, done when the task ends.
+    func update(firstHand: Set<String>) -> Task<Void, Never> {
+        pulls.update(firstHand: firstHand)
+    }
+
+    /// Whether the peer is away: offline, and not reached since.
+    var isAway: Bool { state.withLock { $0.away } }
 
     /// The peer's state, address in use and, when offline, why.
     var connection: (state: ConnectionState, address: String?, reason: String?) {
@@ -249,6 +265,7 @@ final class PeerLink: Sendable {
             $0.state = .online
             $0.address = connection.address
             $0.reason = nil
+            $0.away = false
         }
         context.connectionChanged()
         pulls.start(over: connection)
@@ -260,6 +277,7 @@ final class PeerLink: Sendable {
             state.state = new
             state.address = new == .online ? state.address : nil
             state.reason = reason
+            if new == .offline { state.away = true }
         }
         context.connectionChanged()
     }

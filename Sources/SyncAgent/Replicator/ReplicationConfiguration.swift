@@ -10,6 +10,10 @@ public struct ReplicationConfiguration: Sendable {
     public var continuous = false
     /// Only some documents.
     public var filter: ReplicationFilter?
+    /// Read only the changes that entered the group at the source (``ChangeFeedRequest/firstHandOnly``):
+    /// a group member's pull from a member whose full feed another member relays. Part of the
+    /// replication ID, so the two kinds of pull from one member keep their own checkpoints.
+    public var firstHandOnly = false
     /// Changes per batch: the unit read, diffed, fetched, written and checkpointed.
     public var batchSize = ReplicatorTuning.batchSize
     /// How many requests a batch's revisions are read with at once (large batches only).

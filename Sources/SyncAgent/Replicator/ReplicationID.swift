@@ -3,8 +3,8 @@ import Crypto
 /// The name of a replication's checkpoints: `_local/<id>` on both sides.
 ///
 /// It is the SHA-256 of what makes two replications the same one: the local
-/// database's UUID, the remote database's stable identity, the direction and
-/// the filter. Never the URL, host or port, so a peer found at a new address
+/// database's UUID, the remote database's stable identity, the direction, the
+/// filter, and whether only first-hand changes are read. Never the URL, host or port, so a peer found at a new address
 /// resumes where it left off. Like CouchDB, `continuous` is left out: a
 /// one-shot and a continuous run of the same replication share checkpoints.
 public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
@@ -23,10 +23,12 @@ public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
     public let value: String
 
     /// The id of a replication between the local database `local` and the remote
-    /// database `remote` (both as ``Endpoint/identity()`` gives them).
-    public init(local: String, remote: String, direction: Direction, filter: ReplicationFilter?) {
-        let recipe = ["syncd-replication-v\(Self.version)", local, remote, direction.rawValue, filter?.canonicalForm ?? ""]
-            .joined(separator: "\n")
+    /// database `remote` (both as ``Endpoint/identity()`` gives them); `firstHandOnly`:
+    /// it reads first-hand changes only (a recipe of its own; other replications' ids are as before).
+    public init(local: String, remote: String, direction: Direction, filter: ReplicationFilter?, firstHandOnly: Bool = false) {
+        var parts = ["syncd-replication-v\(Self.version)", local, remote, direction.rawValue, filter?.canonicalForm ?? ""]
+        if firstHandOnly { parts.append("first-hand") }
+        let recipe = parts.joined(separator: "\n")
         value = SHA256.hash(data: Array(recipe.utf8)).map { byte in
             let digits = Array("0123456789abcdef")
             return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
@@ -36,11 +38,12 @@ public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
     /// The id for a source and a target: the local side is the source for a push,
     /// the target otherwise (between two local or two remote databases, the source
     /// counts as local).
-    public init(sourceIdentity: String, targetIdentity: String, sourceIsLocal: Bool, targetIsLocal: Bool, filter: ReplicationFilter?) {
+    public init(sourceIdentity: String, targetIdentity: String, sourceIsLocal: Bool, targetIsLocal: Bool, filter: ReplicationFilter?,
+                firstHandOnly: Bool = false) {
         if !sourceIsLocal && targetIsLocal {
-            self.init(local: targetIdentity, remote: sourceIdentity, direction: .pull, filter: filter)
+            self.init(local: targetIdentity, remote: sourceIdentity, direction: .pull, filter: filter, firstHandOnly: firstHandOnly)
         } else {
-            self.init(local: sourceIdentity, remote: targetIdentity, direction: .push, filter: filter)
+            self.init(local: sourceIdentity, remote: targetIdentity, direction: .push, filter: filter, firstHandOnly: firstHandOnly)
         }
     }
 

@@ -16,7 +16,8 @@ struct ReplicationSession: Sendable {
         try await target.prepare(createIfMissing: configuration.createTarget)
         let replicationID = ReplicationID(
             sourceIdentity: try await source.identity(), targetIdentity: try await target.identity(),
-            sourceIsLocal: source.isLocal, targetIsLocal: target.isLocal, filter: configuration.filter
+            sourceIsLocal: source.isLocal, targetIsLocal: target.isLocal, filter: configuration.filter,
+            firstHandOnly: configuration.firstHandOnly
         )
         let checkpointer = Checkpointer(replicationID: replicationID, source: source, target: target)
         let since = try await checkpointer.start()
@@ -33,13 +34,15 @@ struct ReplicationSession: Sendable {
         let changes = ChangeQueue(capacity: ReplicatorTuning.changeQueueBatches * configuration.batchSize)
         let diffed = AsyncChannel<ReplicationBatch>()
         let fetched = AsyncChannel<ReplicationBatch>()
-        let request = ChangeFeedRequest(
+        var feed = ChangeFeedRequest(
             since: since, continuous: configuration.continuous, batchSize: configuration.batchSize,
             filter: configuration.filter,
             heartbeatMilliseconds: Int(configuration.heartbeat.components.seconds * 1000
                 + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000),
             targetWinners: target.recentWinnerTexts
         )
+        feed.firstHandOnly = configuration.firstHandOnly
+        let request = feed
         do {
             let staging = try await target.attachmentStaging()
             try await withThrowingTaskGroup(of: Bool.self) { group in

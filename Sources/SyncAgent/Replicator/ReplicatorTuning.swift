@@ -148,6 +148,11 @@ public enum ReplicatorTuning {
     /// jitter), doubling up to 30–60 s, so a peer that is gone is not dialled in a loop.
     static let peerRetry = RetryPolicy(initialDelay: .milliseconds(800), maximumDelay: .seconds(60))
 
+    /// How often a peer's whole feed is read once, from its own checkpoint, for each database
+    /// pulled first-hand only (``FeedRing``): whatever the ring did not carry (members that see
+    /// different rings) arrives within this, at the cost of a few requests a minute per member.
+    static let wholeFeedSweep: Duration = .seconds(60)
+
     /// A peer on the LAN that says nothing for 30 s is gone (the feed's own watchdog is shorter).
     static let peerRequestTimeout: Duration = .seconds(30)
 
