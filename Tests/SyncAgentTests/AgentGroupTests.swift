@@ -131,7 +131,7 @@ final class AgentGroupTests: XCTestCase {
 
     /// Most pulls read first-hand changes only (``FeedRing``): a member killed mid-burst leaves each
     /// of the others with part of what it wrote, which only the whole feeds the ring reads (or a
-    /// sweep, within the minute) carry on: every member still ends with all any of them took.
+    /// sweep, within ten minutes) carry on: every member still ends with all any of them took.
     func testWhatAMemberKilledMidBurstWroteReachesEveryOtherMemberThatAnyOneHas() async throws {
         try await TestBed.with(hosts: 5) { bed in
             let agents = try await AgentProcess.start(on: bed, in: directory.path)

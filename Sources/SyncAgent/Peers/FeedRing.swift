@@ -14,7 +14,7 @@
 ///
 /// Each member decides from what it knows. Where two see different members, the ring
 /// may miss a relayed change: ``PeerPulls`` sweeps each first-hand member's whole
-/// feed once a minute, so such a change waits a minute at most. Pure, so the rule is
+/// feed every ten minutes, so such a change waits ten minutes at most. Pure, so the rule is
 /// tested directly.
 struct FeedRing {
     /// How many members' whole feeds each member reads, per database.

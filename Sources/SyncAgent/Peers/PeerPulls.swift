@@ -5,7 +5,7 @@ import Store
 /// Supervises the pulls from one paired peer: a continuous replication of each
 /// database shared with it, reading the peer's whole feed or only its first-hand
 /// changes, as the agent's ``FeedRing`` says (a database read first-hand has the whole
-/// feed swept once a minute besides, so nothing waits on the ring being right), all
+/// feed swept every ten minutes besides, so nothing waits on the ring being right), all
 /// over the peer's one ``PeerConnection``, each
 /// resuming from its checkpoints when started again over another, and the peer's
 /// introductions (``IntroductionFeed``) over the same connection. It reports what
@@ -248,7 +248,7 @@ final class PeerPulls: Sendable {
             do {
                 var configuration = try self.configuration(database, filter: filter, over: connection)
                 configuration.retry.oneShotAttempts = 1
-                // A sweep a minute per member: its start and end are not news (its failures are).
+                // Sweeps are routine: their start and end are not news (their failures are).
                 var logger = context.logger
                 if logger.logLevel > .debug { logger.logLevel = max(logger.logLevel, .warning) }
                 let status = await Replicator(configuration, logger: logger).run()
