@@ -7,8 +7,8 @@
 /// need not decode it. Bodies of revisions that are no longer leaves move to
 /// `ancestor_bodies` until compaction, so the tree rewritten on each update
 /// stays small. `relayed` marks a row whose latest change a group member's pull
-/// wrote (``ChangesOptions/firstHandOnly`` leaves such rows out). `query_indexes` and `query_entries` hold the Mango indexes
-/// (``IndexEntries``).
+/// wrote (``ChangesOptions/firstHandOnly`` leaves such rows out). `query_indexes`
+/// and `query_entries` hold the Mango indexes (``IndexEntries``).
 enum Schema {
     static let version = 3
 

@@ -25,7 +25,8 @@ struct WriteContext {
     /// Each document this transaction wrote, with its winner now (`nil` when purged), for
     /// ``RecentWinners`` once it commits.
     var winnersWritten: [String: RevisionID?] = [:]
-    /// The rows written now are marked relayed: a group member's pull is writing (``Database/bulkDocs(_:newEdits:relayed:)``).
+    /// The rows written now are marked relayed: a group member's pull is writing
+    /// (``Database/bulkDocs(_:newEdits:relayed:)``).
     var relayed = false
     /// Another connection committed since this one last wrote.
     var changedElsewhere = false

@@ -157,7 +157,8 @@ public struct LocalEndpoint: Endpoint {
     /// This database's own store: content staged there is written without a copy.
     public func attachmentStaging() async throws(EndpointError) -> AttachmentStaging { .database(database) }
 
-    /// `bulkDocs` with `newEdits: false` (marked relayed when ``writesRelayed``); attachment files from another store are copied into this one first.
+    /// `bulkDocs` with `newEdits: false` (marked relayed when ``writesRelayed``); attachment
+    /// files from another store are copied into this one first.
     public func write(_ revisions: [ReplicatedRevision]) async throws(EndpointError) -> [WriteFailure] {
         do {
             var uploads: [DocumentUpload] = []
