@@ -55,6 +55,19 @@ final class AgentGroupTests: XCTestCase {
                     }
                 }
             }
+            // Each reads the whole feeds of the next two members after it in ID order, wrapping
+            // around, and only what entered the group at the other two (``FeedRing``).
+            let names = try await agents.asyncMap { try await $0.status().node.name }
+            let fingerprints = try ids.map { try XCTUnwrap(NodeID($0)).fingerprint }
+            for (index, agent) in agents.enumerated() {
+                let ring = agents.indices.filter { $0 != index }
+                    .sorted { (fingerprints[$0] < fingerprints[index] ? 1 : 0, fingerprints[$0]) < (fingerprints[$1] < fingerprints[index] ? 1 : 0, fingerprints[$1]) }
+                let expected = Dictionary(uniqueKeysWithValues: ring.enumerated().map { (names[$0.element], $0.offset < 2 ? "whole" : "first_hand") })
+                try await agent.waitUntil("\(agent.directory) reads the whole feeds of the next two members", timeout: .seconds(10)) {
+                    let pulls = try await agent.pulls().filter { $0.key.database == "syncd" }
+                    return Dictionary(uniqueKeysWithValues: pulls.map { ($0.key.with, $0.value.feed ?? "") }) == expected
+                }
+            }
             let a = agents[0]
             let shown = try a.syncd(["peers"])
             XCTAssertEqual(shown.status, 0, shown.errorOutput)
@@ -63,7 +76,6 @@ final class AgentGroupTests: XCTestCase {
             XCTAssertEqual(lines.filter { $0.range(of: #"^(member +)?paired +directly"#, options: .regularExpression) != nil }.count, 1, shown.output)
             XCTAssertEqual(lines.filter { $0.range(of: #"^(member +)?introduced by "#, options: .regularExpression) != nil }.count, 3, shown.output)
             // Its status names the introducers, and the members the database is shared with.
-            let names = try await agents.asyncMap { try await $0.status().node.name }
             let status = try a.statusJSON()
             for peer in status["peers"]?.arrayValue ?? [] {
                 let introducers = (peer["introduced_by"]?.arrayValue ?? []).compactMap(\.stringValue)

@@ -74,6 +74,23 @@ struct StatusTextTests {
         #expect(lines.contains("  notes <- office                               idle read 123456 written 123456"), "\(lines)")
         #expect(lines.contains("  notes -> couch.example.org:6984/notes-archive idle read 1 written 1"), "\(lines)")
     }
+
+    /// `syncd status PEER` says which of a member's pulls read its whole feed; a remote's do not say.
+    @Test func theDetailSaysWhatEachPullFromAMemberReads() {
+        let now = Date()
+        var status = Self.crowded(now: now)
+        status.peers = [status.peers[1]]
+        status.replications = [status.replications[1], status.replications[1], status.replications[10]]
+        status.replications[0].feed = "whole"
+        status.replications[1].database = "notes"
+        status.replications[1].feed = "first_hand"
+        let lines = StatusText(status, detailed: true, now: now).text.split(separator: "\n").map(String.init)
+        let whole = "    reads every change the peer has"
+        let firstHand = "    reads what entered the group there; other members carry the rest"
+        #expect(lines.filter { $0 == whole || $0 == firstHand } == [whole, firstHand], "\(lines)")
+        let brief = StatusText(status, detailed: false, now: now).text
+        #expect(!brief.contains(whole) && !brief.contains(firstHand), "\(brief)")
+    }
 }
 
 /// `syncd status PEER` names a peer by the rule `syncd peers remove` uses.

@@ -36,10 +36,11 @@ public final class Agent: Service, RunningAgent, Sendable {
     private let logger: Logger
     private let started = Date()
     private let state: Locked<State>
-    /// Held while a reload reads and applies the file.
-    private let reloading = Locked(())
-    /// Held while the feed ring is worked out and applied, so the last to apply saw the latest links.
-    private let placingFeeds = Locked(())
+    /// The reloads applied (logged); held while a reload reads and applies the file.
+    private let reloading = Locked(0)
+    /// The first-hand databases last placed on each peer (a change is logged); held while the feed
+    /// ring is worked out and applied, so the last to apply saw the latest links.
+    private let placingFeeds = Locked<[NodeID: Set<String>]>([:])
 
     private struct State {
         var configuration: AgentConfiguration
@@ -173,9 +174,12 @@ public final class Agent: Service, RunningAgent, Sendable {
     /// replications whose settings changed have stopped and their successors started. An invalid
     /// file changes nothing and is logged. Files are read and applied one reload at a time.
     public func reload() async throws(ConfigurationError) {
-        let work = try reloading.withLock { _ throws(ConfigurationError) -> [Task<Void, Never>] in
+        let work = try reloading.withLock { reloads throws(ConfigurationError) -> [Task<Void, Never>] in
             do throws(ConfigurationError) {
-                return try applyConfigurationFile()
+                let work = try applyConfigurationFile()
+                reloads += 1
+                logger.notice("configuration reloaded from \(configurationPath)", metadata: ["reloads": "\(reloads)"])
+                return work
             } catch {
                 logger.error("configuration not reloaded: \(error)")
                 throw error
@@ -204,7 +208,6 @@ public final class Agent: Service, RunningAgent, Sendable {
         if let port = state.withLock({ $0.advertiser?.advertisement.port }) {
             try? state.withLock { $0.advertiser }?.update(port: port, txt: [TXTKey.database: advertisedDatabases(configuration)])
         }
-        logger.notice("configuration reloaded from \(configurationPath)")
         return work
     }
 
@@ -227,8 +230,11 @@ public final class Agent: Service, RunningAgent, Sendable {
                 state: connection?.state.rawValue ?? "offline", address: connection?.address,
                 reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.sharing.databases(for: peer),
                 introducedBy: peer.isIntroduced ? peer.introducedBy.map { names[$0] ?? $0.short } : nil))
+            let firstHand = link?.firstHand ?? []
             for (database, status) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
-                replications.append(Self.report(status, database: database, with: peer.name, direction: "pull"))
+                var report = Self.report(status, database: database, with: peer.name, direction: "pull")
+                report.feed = firstHand.contains(database) ? "first_hand" : "whole"
+                replications.append(report)
             }
         }
         for (remote, link) in remotes.sorted(by: { $0.key.url < $1.key.url }) {
@@ -351,7 +357,7 @@ public final class Agent: Service, RunningAgent, Sendable {
     /// (``FeedRing``), and moves the pulls whose kind changed; returns their tasks.
     @discardableResult
     private func placeFeeds() -> [Task<Void, Never>] {
-        placingFeeds.withLock { _ in
+        placingFeeds.withLock { placed in
             let links = state.withLock { $0.links.values.map(\.link) }
             let ring = FeedRing(ownID: node.identity.id)
             // A private pairing, or a database not introduced, is outside the ring: others may not know
@@ -361,6 +367,12 @@ public final class Agent: Service, RunningAgent, Sendable {
                 FeedRing.Member(id: link.peer.id, databases: link.peer.introduce ? Set(link.databases.keys.filter(sharing.introduces)) : [],
                                 present: !link.isAway)
             })
+            if firstHand != placed {
+                let names = Dictionary(links.map { ($0.peer.id, $0.peer.name) }, uniquingKeysWith: { first, _ in first })
+                let shown = firstHand.filter { !$0.value.isEmpty }.map { "\(names[$0.key] ?? $0.key.short): \($0.value.sorted().joined(separator: ","))" }
+                logger.debug("feeds placed; read first-hand only: \(shown.sorted().joined(separator: "; "))")
+                placed = firstHand
+            }
             return links.compactMap { link in
                 let wanted = firstHand[link.peer.id] ?? []
                 return wanted == link.firstHand ? nil : link.update(firstHand: wanted)

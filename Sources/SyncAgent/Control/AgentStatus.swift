@@ -76,8 +76,12 @@ public struct AgentStatus: Sendable, Codable, Equatable {
         public var changesPending: Int?
         public var checkpointedSeq: String?
         public var lastError: String?
+        /// A pull from a group member: `whole` when it reads every change the member has,
+        /// `first_hand` when only those that entered the group there (other members' whole
+        /// feeds carry the rest); left out for a remote.
+        public var feed: String? = nil
         enum CodingKeys: String, CodingKey {
-            case database, with, direction, state
+            case database, with, direction, state, feed
             case docsRead = "docs_read"
             case docsWritten = "docs_written"
             case docWriteFailures = "doc_write_failures"

@@ -55,6 +55,10 @@ public struct StatusText: Sendable {
         for (replication, row) in zip(status.replications, Self.table(replicationRows, keys: 3)) {
             lines += row
             if let error = replication.lastError { lines.append("    last error: \(error)") }
+            if detailed, let feed = replication.feed {
+                lines.append(feed == "first_hand" ? "    reads what entered the group there; other members carry the rest"
+                                                  : "    reads every change the peer has")
+            }
         }
         if !detailed {
             lines.append("")

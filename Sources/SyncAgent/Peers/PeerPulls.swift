@@ -165,11 +165,7 @@ final class PeerPulls: Sendable {
         }
         for (database, pull) in pulls {
             var status = pull.replicator.status
-            if let total = carried[database] {
-                status.docsRead += total.docsRead
-                status.docsWritten += total.docsWritten
-                status.docWriteFailures += total.docWriteFailures
-            }
+            if let total = carried[database] { status.addCounts(of: total) }
             result[database] = status
         }
         return result.filter { databases[$0.key] != nil }
@@ -254,11 +250,7 @@ final class PeerPulls: Sendable {
                 let status = await Replicator(configuration, logger: logger).run()
                 guard status.docsRead > 0 else { continue }
                 state.withLock { state in
-                    var total = state.carried[database] ?? ReplicationStatus()
-                    total.docsRead += status.docsRead
-                    total.docsWritten += status.docsWritten
-                    total.docWriteFailures += status.docWriteFailures
-                    state.carried[database] = total
+                    state.carried[database, default: ReplicationStatus()].addCounts(of: status)
                 }
             } catch {
                 context.logger.error("cannot sweep \(database) from \(peer.name): \(error)")
@@ -274,9 +266,7 @@ final class PeerPulls: Sendable {
             for (database, pull) in pulls {
                 let status = pull.replicator.status
                 var total = state.carried[database] ?? ReplicationStatus()
-                total.docsRead += status.docsRead
-                total.docsWritten += status.docsWritten
-                total.docWriteFailures += status.docWriteFailures
+                total.addCounts(of: status)
                 total.checkpointedSequence = status.checkpointedSequence ?? total.checkpointedSequence
                 state.carried[database] = total
             }

@@ -45,4 +45,11 @@ public struct ReplicationStatus: Sendable, Hashable {
 
     /// A stopped replication with nothing done.
     public init() {}
+
+    /// Adds the revisions `other` read, wrote and failed on: a pull's counts over its runs.
+    public mutating func addCounts(of other: ReplicationStatus) {
+        docsRead += other.docsRead
+        docsWritten += other.docsWritten
+        docWriteFailures += other.docWriteFailures
+    }
 }
