@@ -38,9 +38,9 @@ public final class Agent: Service, RunningAgent, Sendable {
     private let state: Locked<State>
     /// The reloads applied (logged); held while a reload reads and applies the file.
     private let reloading = Locked(0)
-    /// The first-hand databases last placed on each peer (a change is logged); held while the feed
-    /// ring is worked out and applied, so the last to apply saw the latest links.
-    private let placingFeeds = Locked<[NodeID: Set<String>]>([:])
+    /// The placements that moved a pull (logged); held while the feed ring is worked out and
+    /// applied, so the last to apply saw the latest links.
+    private let placingFeeds = Locked(0)
 
     private struct State {
         var configuration: AgentConfiguration
@@ -357,7 +357,7 @@ public final class Agent: Service, RunningAgent, Sendable {
     /// (``FeedRing``), and moves the pulls whose kind changed; returns their tasks.
     @discardableResult
     private func placeFeeds() -> [Task<Void, Never>] {
-        placingFeeds.withLock { placed in
+        placingFeeds.withLock { placements in
             let links = state.withLock { $0.links.values.map(\.link) }
             let ring = FeedRing(ownID: node.identity.id)
             // A private pairing, or a database not introduced, is outside the ring: others may not know
@@ -367,16 +367,12 @@ public final class Agent: Service, RunningAgent, Sendable {
                 FeedRing.Member(id: link.peer.id, databases: link.peer.introduce ? Set(link.databases.keys.filter(sharing.introduces)) : [],
                                 present: !link.isAway)
             })
-            if firstHand != placed {
-                let names = Dictionary(links.map { ($0.peer.id, $0.peer.name) }, uniquingKeysWith: { first, _ in first })
-                let shown = firstHand.filter { !$0.value.isEmpty }.map { "\(names[$0.key] ?? $0.key.short): \($0.value.sorted().joined(separator: ","))" }
-                logger.debug("feeds placed; read first-hand only: \(shown.sorted().joined(separator: "; "))")
-                placed = firstHand
-            }
-            return links.compactMap { link in
-                let wanted = firstHand[link.peer.id] ?? []
-                return wanted == link.firstHand ? nil : link.update(firstHand: wanted)
-            }
+            let moved = links.filter { (firstHand[$0.peer.id] ?? []) != $0.firstHand }
+            guard !moved.isEmpty else { return [] }
+            placements += 1
+            logger.debug("feeds placed; first-hand only now: \(moved.map { "\($0.peer.name): \((firstHand[$0.peer.id] ?? []).sorted().joined(separator: ","))" }.sorted().joined(separator: "; "))",
+                         metadata: ["placements": "\(placements)"])
+            return moved.map { $0.update(firstHand: firstHand[$0.peer.id] ?? []) }
         }
     }
 

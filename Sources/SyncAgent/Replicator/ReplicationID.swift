@@ -5,8 +5,9 @@ import Crypto
 /// It is the SHA-256 of what makes two replications the same one: the local
 /// database's UUID, the remote database's stable identity, the direction, the
 /// filter, and whether only first-hand changes are read. Never the URL, host or
-/// port, so a peer found at a new address resumes where it left off. Like CouchDB, `continuous` is left out: a
-/// one-shot and a continuous run of the same replication share checkpoints.
+/// port, so a peer found at a new address resumes where it left off. Like CouchDB,
+/// `continuous` is left out: a one-shot and a continuous run of the same
+/// replication share checkpoints.
 public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
     /// Which way documents flow, seen from the local database.
     public enum Direction: String, Sendable, Hashable {
