@@ -39,6 +39,8 @@ let package = Package(
         // glibc's malloc: malloc_trim for the agent.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2"),
+        // Duktape: the JavaScript engine design documents' functions run on, in query server processes.
+        .systemLibrary(name: "CDuktape", path: "Sources/CDuktape"),
 
         // The lock every module's shared state is guarded by (see Locked.swift), and the
         // fan-out of values to AsyncStream subscribers built on it (Broadcast.swift).
@@ -68,6 +70,13 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // Design documents' JavaScript (validate_doc_update, filters, views), run as CouchDB
+        // runs it: in query server processes (`syncd query-server`), each bounded in time and memory.
+        .target(
+            name: "QueryServer",
+            dependencies: ["CDuktape", "JSON", "Locking", "Store", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
+        ),
         // QR codes of invitation URLs, drawn for terminals and image files, and read back from images.
         .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CStb"]),
         .target(
@@ -79,6 +88,7 @@ let package = Package(
                 "Store",
                 "Discovery",
                 "QRCode",
+                "QueryServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -104,6 +114,7 @@ let package = Package(
                 "JSON",
                 "Locking",
                 "QRCode",
+                "QueryServer",
                 "SyncAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -123,6 +134,7 @@ let package = Package(
         .target(name: "CICU", path: "Tests/CICU", linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
+        .testTarget(name: "QueryServerTests", dependencies: ["JSON", "QueryServer", "Store", "TestBed"]),
         .testTarget(
             name: "StoreTests",
             dependencies: ["JSON", "Store", "CSQLite", "CICU", "Locking", "TestBed", "store-crash-writer", .product(name: "Crypto", package: "swift-crypto")]

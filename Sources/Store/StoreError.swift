@@ -8,6 +8,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// 400: the request itself is malformed.
         case badRequest
+        /// 401: the write needs credentials it was not made with (a validation function's `unauthorized`).
+        case unauthorized
+        /// 403: the write is not allowed (a validation function's `forbidden`).
+        case forbidden
         /// 404: no such document, revision, attachment or database.
         case notFound
         /// 409: the revision given is not a current leaf.

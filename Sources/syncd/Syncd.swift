@@ -1,10 +1,17 @@
 import ArgumentParser
+import Glibc
+import QueryServer
 import SyncAgent
 
-/// The process: logging and metrics set up once, then the command line.
+/// The process: logging and metrics set up once, then the command line. `syncd query-server`
+/// is not a command for people: it is how the agent runs design documents' JavaScript, in a
+/// process of its own (see ``QueryServers``), and it starts nothing else.
 @main
 enum Entry {
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == "query-server" {
+            exit(QueryServerLoop.run())
+        }
         SyncdLogHandler.bootstrap()
         SyncdMetrics.bootstrap()
         await Syncd.main()

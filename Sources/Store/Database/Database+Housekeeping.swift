@@ -93,7 +93,8 @@ extension Database {
     /// Each document of the request counts one in the purge sequence, as in CouchDB.
     @discardableResult
     public func purge(_ request: [(id: String, revisions: [RevisionID])]) async throws(StoreError) -> [(id: String, purged: [RevisionID])] {
-        try await write { context in
+        defer { if request.contains(where: { $0.id.hasPrefix("_design/") }) { designs.invalidate() } }
+        return try await write { context in
             let purged = try request.map { id, revisions in (id, try Self.purge(id: id, revisions: revisions, in: &context)) }
             let count = try context.connection.statement(
                 "INSERT INTO meta(key, value) VALUES ('purge_seq', ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value")

@@ -13,7 +13,19 @@ extension Database {
     /// replication requires; an already-known revision is accepted unchanged.
     /// `relayed`: a group member's pull is writing what another member had, so the
     /// documents it changes are left out of first-hand feeds (``ChangesOptions/firstHandOnly``).
-    public func bulkDocs(_ uploads: [DocumentUpload], newEdits: Bool = true, relayed: Bool = false) async throws(StoreError) -> [WriteResult] {
+    /// `author`: whom the write is for, as design documents' `validate_doc_update` functions
+    /// see it when ``Options/validator`` is set; a document they refuse fails alone.
+    public func bulkDocs(
+        _ uploads: [DocumentUpload], newEdits: Bool = true, relayed: Bool = false, author: WriteAuthor = .server
+    ) async throws(StoreError) -> [WriteResult] {
+        var judged = uploads
+        if let validator = options.validator {
+            try await judge(&judged, newEdits: newEdits, author: author, by: validator)
+        }
+        let uploads = judged
+        defer {
+            if uploads.contains(where: { $0.json["_id"]?.stringValue?.hasPrefix("_design/") == true }) { designs.invalidate() }
+        }
         let batch = BulkValidation(uploads) { [self] upload in
             let parsed = validate(upload, newEdits: newEdits)
             return ((try? parsed.get().document.id) ?? upload.json["_id"]?.stringValue ?? "", parsed)
@@ -77,6 +89,7 @@ extension Database {
     }
 
     private func validate(_ upload: DocumentUpload, newEdits: Bool) -> Result<ValidDocument, StoreError> {
+        if let refusal = upload.refusal { return .failure(refusal) }
         var document: ParsedDocument
         do throws(StoreError) {
             document = try DocumentValidation.parse(upload, store: attachments)
@@ -108,16 +121,18 @@ extension Database {
 
     /// Writes one document and returns its new revision; throws what the bulk result would carry.
     @discardableResult
-    public func put(_ json: JSON, newEdits: Bool = true, staged: [String: StagedAttachment] = [:]) async throws(StoreError) -> WriteResult {
-        let result = try await bulkDocs([DocumentUpload(json, staged: staged)], newEdits: newEdits)[0]
+    public func put(
+        _ json: JSON, newEdits: Bool = true, staged: [String: StagedAttachment] = [:], author: WriteAuthor = .server
+    ) async throws(StoreError) -> WriteResult {
+        let result = try await bulkDocs([DocumentUpload(json, staged: staged)], newEdits: newEdits, author: author)[0]
         _ = try result.result.get()
         return result
     }
 
     /// Deletes a document: a new tombstone revision on top of `revision`.
     @discardableResult
-    public func delete(id: String, revision: RevisionID) async throws(StoreError) -> RevisionID {
-        try await put(["_id": .string(id), "_rev": .string(revision.description), "_deleted": true]).result.get()
+    public func delete(id: String, revision: RevisionID, author: WriteAuthor = .server) async throws(StoreError) -> RevisionID {
+        try await put(["_id": .string(id), "_rev": .string(revision.description), "_deleted": true], author: author).result.get()
     }
 
     /// Writes `bytes` as attachment content for a following write.

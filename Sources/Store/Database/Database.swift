@@ -49,6 +49,9 @@ public final class Database: Sendable {
         /// write, so a write that grows it past this is refused with 413. Leaves of
         /// ``maximumDocumentSize`` bodies would otherwise make one document cost gigabytes.
         public var maximumTreeSize = 64 << 20
+        /// Runs design documents' `validate_doc_update` functions on every write; without
+        /// one, the store keeps them as data and judges nothing.
+        public var validator: (any UpdateValidator)?
         /// Defaults.
         public init() {}
     }
@@ -72,6 +75,8 @@ public final class Database: Sendable {
     let sharedFeedPage = SharedFeedPage()
     /// What `_revs_diff` may answer without reading the store.
     let recentWinners = RecentWinners()
+    /// The design documents that judge writes, read once.
+    let designs = ValidatingDesigns()
     /// The last committed sequence after each commit.
     let notifier: Broadcast<UInt64>
     let attachments: AttachmentStore

@@ -12,6 +12,8 @@ public struct DocumentUpload: Sendable {
     public var json: JSON
     /// Content for `"follows": true` attachments, by attachment name.
     public var staged: [String: StagedAttachment]
+    /// Why a design document's `validate_doc_update` refused it, once judged.
+    var refusal: StoreError?
 
     /// A document with, optionally, staged attachment content.
     public init(_ json: JSON, staged: [String: StagedAttachment] = [:]) {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Store
 
 /// Who made a request, as the listener decides what it may do.
 enum Principal: Sendable {
@@ -48,6 +49,9 @@ enum Principal: Sendable {
         case .owner: "_owner"
         }
     }
+
+    /// Whom a write is made for, as design documents' `validate_doc_update` sees it (`userCtx`).
+    var author: WriteAuthor { WriteAuthor(name: name, roles: roles) }
 
     /// The roles `_session` reports and `_security` matches.
     var roles: [String] {

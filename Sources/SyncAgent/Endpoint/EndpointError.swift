@@ -74,6 +74,8 @@ extension StoreError.Kind {
     var status: Int {
         switch self {
         case .badRequest: 400
+        case .unauthorized: 401
+        case .forbidden: 403
         case .notFound: 404
         case .conflict: 409
         case .preconditionFailed: 412

@@ -8,11 +8,16 @@ public struct LocalEndpoint: Endpoint {
     /// What is written here is marked relayed (``Database/bulkDocs(_:newEdits:relayed:)``):
     /// the target of a pull from a group member.
     public let writesRelayed: Bool
+    /// Whom the writes here are for, as design documents' `validate_doc_update` sees them:
+    /// the server for a replication it runs, the peer for a pull from a peer (as when the
+    /// peer pushes the same revisions through the listener).
+    public let author: WriteAuthor
 
     /// The endpoint of `database`; `writesRelayed`: it is the target of a pull from a group member.
-    public init(_ database: Database, writesRelayed: Bool = false) {
+    public init(_ database: Database, writesRelayed: Bool = false, author: WriteAuthor = .server) {
         self.database = database
         self.writesRelayed = writesRelayed
+        self.author = author
     }
 
     /// "local database NAME".
@@ -174,7 +179,7 @@ public struct LocalEndpoint: Endpoint {
                 }
                 uploads.append(DocumentUpload(revision.json, staged: staged))
             }
-            let results = try await database.bulkDocs(uploads, newEdits: false, relayed: writesRelayed)
+            let results = try await database.bulkDocs(uploads, newEdits: false, relayed: writesRelayed, author: author)
             return results.compactMap { result in
                 guard case .failure(let error) = result.result else { return nil }
                 return WriteFailure(id: result.id, error: error.error, reason: error.reason)

@@ -19,15 +19,17 @@ extension CouchResponder {
         if newEdits { try exchange.principal.checkMayEdit() }
         try listener.checkWrite(ids: docs.compactMap { $0["_id"]?.stringValue }, by: exchange.principal, in: db.name)
         try Self.refuseOversizedDocument(docs, in: db, requestSize: exchange.request.headers[.contentLength].flatMap(Int.init))
-        let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits)
+        let results = try await db.bulkDocs(docs.map { DocumentUpload($0) }, newEdits: newEdits, author: exchange.principal.author)
         var answer: [JSON] = []
         answer.reserveCapacity(results.count)
-        for result in results {
+        for (result, doc) in zip(results, docs) {
             switch result.result {
             case .success(let revision):
                 if newEdits { answer.append(["ok": true, "id": .string(result.id), "rev": .string(revision.description)]) }
             case .failure(let error):
                 var entry: JSON.Object = ["id": .string(result.id)]
+                // As CouchDB: a replicated revision's failure names the revision.
+                if !newEdits, let revision = doc["_rev"], case .string = revision { entry["rev"] = revision }
                 entry["error"] = .string(error.error)
                 entry["reason"] = .string(error.reason)
                 answer.append(.object(entry))

@@ -15,7 +15,7 @@ extension CouchResponder {
         case .delete:
             try exchange.principal.checkMayEdit()
             guard let revision = try exchange.revisionFromQueryOrHeader() else { throw StoreError.conflict }
-            let deleted = try await db.delete(id: id, revision: revision)
+            let deleted = try await db.delete(id: id, revision: revision, author: exchange.principal.author)
             return Self.json(["ok": true, "id": .string(id), "rev": .string(deleted.description)],
                              headers: [.eTag: "\"\(deleted)\""])
         default: throw CouchError.methodNotAllowed
@@ -160,7 +160,7 @@ extension CouchResponder {
     func writeDocument(_ json: JSON, staged: [String: StagedAttachment] = [:], in db: Database, exchange: Exchange) async throws -> Response {
         let newEdits = try exchange.query.bool("new_edits", default: true)
         if newEdits { try exchange.principal.checkMayEdit() }
-        let result = try await db.put(json, newEdits: newEdits, staged: staged)
+        let result = try await db.put(json, newEdits: newEdits, staged: staged, author: exchange.principal.author)
         let revision = try result.result.get()
         let batch = exchange.query["batch"] == "ok"
         return Self.json(

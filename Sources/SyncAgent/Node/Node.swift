@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import QueryServer
 import Store
 
 /// One syncd node: its claimed data directory and everything kept there.
@@ -28,6 +29,8 @@ public final class Node: Sendable {
     public let sharing: PeerSharing
     /// The replications running in this process, served at `/_active_tasks` and `/_scheduler/*`.
     public let activeTasks: ActiveTasks
+    /// The processes design documents' JavaScript runs in (`validate_doc_update` on every write).
+    public let queryServers: QueryServers
 
     /// The data directory.
     public var directory: String { lock.directory }
@@ -46,6 +49,8 @@ public final class Node: Sendable {
         var options = Database.Options()
         options.commitObserver = SyncdMetrics.storeCommitObserver
         options.maximumDocumentSize = maximumDocumentSize
+        queryServers = QueryServers(executable: QueryServers.syncdExecutable, logger: logger)
+        options.validator = DesignValidator(servers: queryServers)
         catalog = try Catalog(directory: directory, options: options)
         identity = try NodeIdentity.loadOrCreate(in: directory)
         if let name {
@@ -91,6 +96,7 @@ public final class Node: Sendable {
     /// Closes the databases and gives up the directory.
     public func close() {
         catalog.close()
+        queryServers.shutdown()
         lock.release()
     }
 }

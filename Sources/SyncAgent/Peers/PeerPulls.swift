@@ -226,7 +226,7 @@ final class PeerPulls: Sendable {
         // What a member's pull writes is relayed: first-hand feeds leave it out.
         var configuration = ReplicationConfiguration(
             source: try connection.endpoint(database, maximumDocumentSize: context.catalog.maximumDocumentSize, logger: context.logger),
-            target: LocalEndpoint(try context.catalog.openOrCreate(database), writesRelayed: true))
+            target: LocalEndpoint(try context.catalog.openOrCreate(database), writesRelayed: true, author: Principal.peer(peer).author))
         configuration.filter = filter
         configuration.claims = context.claims.claims(on: database)
         configuration.refusalLogLevel = .info  // the link says the peer refuses this node

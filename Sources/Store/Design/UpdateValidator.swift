@@ -1,0 +1,85 @@
+import JSON
+
+/// What judges writes against a database's design documents' `validate_doc_update`
+/// functions. The store keeps design documents as data and runs no code: the owner of a
+/// catalog (the agent, through its query servers) sets one in ``Database/Options/validator``,
+/// and every write of a document (``Database/bulkDocs(_:newEdits:relayed:author:)``: local,
+/// `_bulk_docs`, replicated) is then judged before it is applied, as CouchDB judges them.
+public protocol UpdateValidator: Sendable {
+    /// One verdict per update, in order: `nil` when every design document's function accepts it,
+    /// else the refusal (403 `forbidden`, 401 `unauthorized`, or the function's own failure).
+    func validate(_ updates: [ProposedUpdate], by designs: [ValidatingDesign], context: ValidationContext) async -> [StoreError?]
+}
+
+/// A design document with a `validate_doc_update` function, as stored (its winning revision).
+public struct ValidatingDesign: Sendable, Hashable {
+    /// `_design/...`.
+    public let id: String
+    /// Its revision: what a query server compares to know it holds this version.
+    public let revision: String
+    /// The whole design document (its functions, and the modules `require` reads).
+    public let document: JSON
+
+    /// A design document by id and revision.
+    public init(id: String, revision: String, document: JSON) {
+        self.id = id
+        self.revision = revision
+        self.document = document
+    }
+}
+
+/// One write to judge: CouchDB's `newDoc` and `oldDoc`.
+public struct ProposedUpdate: Sendable {
+    /// The document as written: `_id`, `_rev` (the parent's, for a new edit), `_deleted`,
+    /// `_revisions` when replicated, the body, `_attachments` as stubs.
+    public let newDocument: JSON
+    /// The revision it replaces, `nil` for a new document or a new branch.
+    public let oldDocument: JSON?
+
+    /// A write of `newDocument` over `oldDocument`.
+    public init(newDocument: JSON, oldDocument: JSON?) {
+        self.newDocument = newDocument
+        self.oldDocument = oldDocument
+    }
+}
+
+/// Who writes, and the database's rules: CouchDB's `userCtx` and `secObj`.
+public struct ValidationContext: Sendable {
+    /// `{"db": name, "name": user or null, "roles": [...]}`.
+    public let userContext: JSON
+    /// The database's security object, `{}` when none was set.
+    public let security: JSON
+
+    /// A context of `userContext` and `security`.
+    public init(userContext: JSON, security: JSON) {
+        self.userContext = userContext
+        self.security = security
+    }
+}
+
+/// Who a write is made for, as validation functions see it (`userCtx.name`, `userCtx.roles`).
+public struct WriteAuthor: Sendable, Hashable {
+    /// The user's name; `nil` for the server itself or an anonymous client.
+    public let name: String?
+    /// The user's roles; `_admin` for a server admin.
+    public let roles: [String]
+
+    /// An author by name and roles.
+    public init(name: String?, roles: [String]) {
+        self.name = name
+        self.roles = roles
+    }
+
+    /// The server acting for itself (an embedding program, the agent's own writes): a server admin.
+    public static let server = WriteAuthor(name: nil, roles: ["_admin"])
+
+    /// Whether the author administers the database: a server admin, or named in the security
+    /// object's `admins` by name or role. Such authors' design-document writes are not judged.
+    func administers(under security: JSON) -> Bool {
+        if roles.contains("_admin") { return true }
+        let admins = security["admins"]
+        if let name, admins?["names"]?.arrayValue?.contains(.string(name)) == true { return true }
+        let adminRoles = admins?["roles"]?.arrayValue ?? []
+        return roles.contains { adminRoles.contains(.string($0)) }
+    }
+}
