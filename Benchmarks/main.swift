@@ -22,6 +22,8 @@ case "agent":
     try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
 case "attachments":
     try await runAttachmentBenchmark(arguments: Array(arguments.dropFirst()))
+case "views":
+    try await runViewBenchmarks(arguments: Array(arguments.dropFirst(arguments.dropFirst().first == "validation" ? 2 : 1)))
 case "query" where arguments.dropFirst().first == "scans":
     try await runScanBenchmarks(arguments: Array(arguments.dropFirst(2)))
 case "query":
@@ -54,6 +56,9 @@ default:
                                                 the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench query scans [--docs 300000] [--rounds 2] [--scans CORES] [--before OLD-SYNCD]
                                                 a document read every 10 ms, alone and beside unindexed _find scans
+               syncd-bench views validation [--docs 20000] [--rounds 3]
+                                                _bulk_docs through syncd serve with one JavaScript validate_doc_update
+                                                against none, alternating rounds
                syncd-bench attachments [--sizes 256,1024] [--rounds 1] [--before OLD-SYNCD]
                                                 an N MiB attachment PUT on agent A until on paired B
                                                 (loopback): seconds, MB/s, peak RSS above idle; curl's GET to /dev/null

@@ -31,9 +31,9 @@ final class QueryServersTests: XCTestCase {
     ]
 
     private func validate(_ servers: QueryServers, _ updates: [(JSON, JSON?)], roles: [String] = []) async -> [StoreError?] {
-        let design = ValidatingDesign(id: "_design/rules", revision: "1-a", document: Self.design)
+        let design = DesignDocument(id: "_design/rules", revision: "1-a", document: Self.design)
         let context = ValidationContext(userContext: ["db": "db", "name": "ann", "roles": .array(roles.map(JSON.string))], security: [:])
-        return await DesignValidator(servers: servers).validate(
+        return await JavaScriptDesignFunctions(servers: servers).validate(
             updates.map { ProposedUpdate(newDocument: $0.0, oldDocument: $0.1) }, by: [design], context: context)
     }
 

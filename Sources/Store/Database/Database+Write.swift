@@ -14,13 +14,13 @@ extension Database {
     /// `relayed`: a group member's pull is writing what another member had, so the
     /// documents it changes are left out of first-hand feeds (``ChangesOptions/firstHandOnly``).
     /// `author`: whom the write is for, as design documents' `validate_doc_update` functions
-    /// see it when ``Options/validator`` is set; a document they refuse fails alone.
+    /// see it when ``Options/designFunctions`` is set; a document they refuse fails alone.
     public func bulkDocs(
         _ uploads: [DocumentUpload], newEdits: Bool = true, relayed: Bool = false, author: WriteAuthor = .server
     ) async throws(StoreError) -> [WriteResult] {
         var judged = uploads
-        if let validator = options.validator {
-            try await judge(&judged, newEdits: newEdits, author: author, by: validator)
+        if let functions = options.designFunctions {
+            try await judge(&judged, newEdits: newEdits, author: author, by: functions)
         }
         let uploads = judged
         defer {

@@ -51,7 +51,7 @@ public final class Database: Sendable {
         public var maximumTreeSize = 64 << 20
         /// Runs design documents' `validate_doc_update` functions on every write; without
         /// one, the store keeps them as data and judges nothing.
-        public var validator: (any UpdateValidator)?
+        public var designFunctions: (any DesignFunctions)?
         /// Defaults.
         public init() {}
     }

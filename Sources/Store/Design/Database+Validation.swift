@@ -3,7 +3,7 @@ import JSON
 
 extension Database {
     /// The design documents whose `validate_doc_update` judges writes here, by id.
-    public func validatingDesigns() throws(StoreError) -> [ValidatingDesign] {
+    public func validatingDesigns() throws(StoreError) -> [DesignDocument] {
         try designs.current { () throws(StoreError) in
             var options = AllDocsOptions()
             options.startKey = "_design/"
@@ -13,7 +13,7 @@ extension Database {
             options.countsOffset = false
             return try allDocs(options).rows.compactMap { row in
                 guard let document = row.document, case .string? = document.body["validate_doc_update"] else { return nil }
-                return ValidatingDesign(id: row.id, revision: document.revision.description, document: document.json())
+                return DesignDocument(id: row.id, revision: document.revision.description, document: document.json())
             }
         }
     }
@@ -24,7 +24,7 @@ extension Database {
     /// documents, design documents (only admins write them, and the listener sees to that),
     /// a replicated revision already stored, and an edit of a revision that is no leaf (the
     /// write is a conflict).
-    func judge(_ uploads: inout [DocumentUpload], newEdits: Bool, author: WriteAuthor, by validator: any UpdateValidator) async throws(StoreError) {
+    func judge(_ uploads: inout [DocumentUpload], newEdits: Bool, author: WriteAuthor, by functions: any DesignFunctions) async throws(StoreError) {
         let designs = try validatingDesigns()
         guard !designs.isEmpty else { return }
         var found: [(index: Int, json: JSON.Object, id: String)] = []
@@ -53,7 +53,7 @@ extension Database {
             userContext: ["db": .string(name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
             security: try security() ?? [:]
         )
-        let verdicts = await validator.validate(proposals.map(\.update), by: designs, context: context)
+        let verdicts = await functions.validate(proposals.map(\.update), by: designs, context: context)
         for (proposal, verdict) in zip(proposals, verdicts) {
             uploads[proposal.index].refusal = verdict
         }

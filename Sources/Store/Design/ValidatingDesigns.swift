@@ -6,7 +6,7 @@ import Locking
 /// database without any must cost no read.
 final class ValidatingDesigns: Sendable {
     private struct State {
-        var designs: [ValidatingDesign]?
+        var designs: [DesignDocument]?
         /// Counts the writes that made ``designs`` stale, so a read begun before one is not kept.
         var generation = 0
     }
@@ -14,7 +14,7 @@ final class ValidatingDesigns: Sendable {
     private let state = Locked(State())
 
     /// The kept designs, or `read`'s, kept unless a design document was written meanwhile.
-    func current(read: () throws(StoreError) -> [ValidatingDesign]) throws(StoreError) -> [ValidatingDesign] {
+    func current(read: () throws(StoreError) -> [DesignDocument]) throws(StoreError) -> [DesignDocument] {
         let (kept, generation) = state.withLock { ($0.designs, $0.generation) }
         if let kept { return kept }
         let designs = try read()

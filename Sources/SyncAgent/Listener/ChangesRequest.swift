@@ -17,6 +17,9 @@ struct ChangesRequest: Sendable {
     var options = ChangesOptions()
     /// Add `_conflicts` to included documents.
     var conflicts = false
+    /// A design document's filter function the changes must pass (`filter=DESIGN/NAME`,
+    /// `filter=_view&view=DESIGN/NAME`), with CouchDB's `req` object it is called with.
+    var designFilter: (function: DesignFilter, design: String, request: JSON)?
     /// Send a newline (an event for eventsource) this often while idle.
     var heartbeat: Duration?
     /// End a waiting feed after this long without changes.
@@ -90,10 +93,45 @@ struct ChangesRequest: Sendable {
             options.selector = try Selector(selector)
         case "_design":
             options.designOnly = true
-        default:
-            throw CouchError.notFound("missing")
+        case "_view":
+            guard let view = query["view"], !view.isEmpty else { throw CouchError.badRequest("`view` filter parameter is not provided.") }
+            let parts = view.split(separator: "/")
+            guard parts.count == 2 else { throw CouchError.badRequest("`view` must be of the form `designname/viewname`") }
+            designFilter = (.view(String(parts[1])), "_design/" + parts[0], .null)
+        case let name?:
+            let parts = name.split(separator: "/")
+            guard parts.count == 2 else { throw CouchError.badRequest("`filter` must be of the form `designname/filtername`") }
+            let request = Self.filterRequest(exchange, database: database, body: body)
+            designFilter = (.filter(String(parts[1])), "_design/" + parts[0], request)
         }
         if let offered = offered { try narrow(to: offered) }
+    }
+
+    /// CouchDB's `req` for a filter function: the request's query, method, path, headers,
+    /// body, peer address, and who asks (`userCtx`, `secObj`).
+    private static func filterRequest(_ exchange: Exchange, database: Database, body: JSON.Object) -> JSON {
+        var headers = JSON.Object()
+        for field in exchange.request.headers where field.name != .authorization && field.name != .cookie {
+            headers[field.name.canonicalName] = .string(field.value)
+        }
+        let segments = exchange.request.uri.path.split(separator: "/").map { JSON.string(PathEncoding.decode(String($0)) ?? String($0)) }
+        let author = exchange.principal.author
+        return [
+            "info": ["db_name": .string(database.name), "update_seq": .number(Double((try? database.lastSequence()) ?? 0))],
+            "id": .null,
+            "method": .string(exchange.request.method.rawValue),
+            "requested_path": .array(segments),
+            "path": .array(segments),
+            "raw_path": .string(exchange.request.uri.string),
+            "query": exchange.query.json,
+            "headers": .object(headers),
+            "body": body.isEmpty ? "undefined" : .string(JSON.object(body).serialized()),
+            "peer": .string(exchange.context.clientAddress),
+            "form": [:],
+            "cookie": [:],
+            "userCtx": ["db": .string(database.name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
+            "secObj": (try? database.security()) ?? nil ?? [:],
+        ]
     }
 
     /// Narrows the feed to what this node offers the peer asking (its push filter).

@@ -14,8 +14,10 @@ extension CouchResponder {
     func changes(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let offered = exchange.principal.peer.flatMap { listener.node.sharing.pushFilter(for: $0, database: db.name) }
         let request = try await ChangesRequest(&exchange, database: db, bodyLimit: configuration.maximumRequestSize, offered: offered)
+        // A missing design document or function is a 404 before the answer starts, not a cut stream.
+        _ = try await Self.passing([], request, in: db)
         switch request.feed {
-        case .normal where request.options.selector != nil || request.options.designOnly:
+        case .normal where request.options.selector != nil || request.options.designOnly || request.designFilter != nil:
             // One page of a filtered feed may pass over the whole database: stop when the client goes away.
             // Watching for that ends the connection after the answer; say so.
             let body = exchange.request.body
@@ -108,7 +110,8 @@ extension CouchResponder {
         while true {
             if !options.descending { options.limit = min(changesPageSize, remaining ?? changesPageSize) }
             let page = try await db.changesPage(options)
-            for change in page.changes {
+            let changes = try await Self.passing(page.changes, request, in: db)
+            for change in changes {
                 output += first ? [0x0A] : [UInt8(ascii: ","), 0x0A]
                 first = false
                 ChangeRow.write(change, conflicts: request.conflicts, to: &output)
@@ -117,7 +120,7 @@ extension CouchResponder {
                 try await writer.write(ByteBuffer(bytes: output))
                 output.removeAll(keepingCapacity: true)
             }
-            remaining = remaining.map { $0 - page.changes.count }
+            remaining = remaining.map { $0 - changes.count }
             last = (page.lastSequence, page.pending)
             if options.descending || page.changes.count < (options.limit ?? 0) || remaining == 0 { break }
             options.since = page.lastSequence
@@ -157,9 +160,8 @@ extension CouchResponder {
         var idle = ContinuousClock.now
         loop: for try await event in Self.events(db, request, shutdown: shutdown) {
             switch event {
-            case .changes(let changes):
-                let rows = listener.feedRows.rows(of: changes, in: db, options: request.options, conflicts: request.conflicts,
-                                                       eventSource: eventSource) { changes in
+            case .changes(let read):
+                let render = { @Sendable (changes: [Change]) -> [UInt8] in
                     var output: [UInt8] = []
                     for change in changes {
                         if eventSource { output += Array("data: ".utf8) }
@@ -168,8 +170,14 @@ extension CouchResponder {
                     }
                     return output
                 }
-                if let last = changes.last { lastSequence = last.sequence }
-                try await writer.write(ByteBuffer(bytes: rows))
+                // Rows a design document's function passed are this feed's own: never shared with other feeds.
+                let changes = try await Self.passing(read, request, in: db)
+                let rows = request.designFilter == nil
+                    ? listener.feedRows.rows(of: changes, in: db, options: request.options, conflicts: request.conflicts,
+                                             eventSource: eventSource, write: render)
+                    : render(changes)
+                if let last = read.last { lastSequence = last.sequence }
+                if !rows.isEmpty { try await writer.write(ByteBuffer(bytes: rows)) }
                 count += changes.count
                 idle = .now
                 if let limit = request.options.limit, count >= limit { break loop }
@@ -187,6 +195,12 @@ extension CouchResponder {
             if count == 0, request.options.limit != 0 { lastSequence = max(lastSequence, try db.lastSequence()) }
             try await writer.write(ByteBuffer(string: "{\"last_seq\":\(lastSequence),\"pending\":0}\n"))
         }
+    }
+
+    /// The changes that pass the request's design document filter, all of them without one.
+    static func passing(_ changes: [Change], _ request: ChangesRequest, in db: Database) async throws -> [Change] {
+        guard let filter = request.designFilter else { return changes }
+        return try await db.filter(changes, by: filter.function, of: filter.design, request: filter.request, allLeaves: request.options.allLeaves)
     }
 
     /// What a waiting feed reacts to.

@@ -18,6 +18,13 @@ struct QueryParameters: Sendable {
         }
     }
 
+    /// Every parameter as CouchDB gives a filter function's `req.query`: name to value, the last of repeats.
+    var json: JSON {
+        var object = JSON.Object()
+        for pair in pairs { object[pair.name] = .string(pair.value) }
+        return .object(object)
+    }
+
     /// The last value given for `name`.
     subscript(name: String) -> String? { pairs.last { $0.name == name }?.value }
 

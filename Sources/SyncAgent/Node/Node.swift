@@ -50,7 +50,7 @@ public final class Node: Sendable {
         options.commitObserver = SyncdMetrics.storeCommitObserver
         options.maximumDocumentSize = maximumDocumentSize
         queryServers = QueryServers(executable: QueryServers.syncdExecutable, logger: logger)
-        options.validator = DesignValidator(servers: queryServers)
+        options.designFunctions = JavaScriptDesignFunctions(servers: queryServers)
         catalog = try Catalog(directory: directory, options: options)
         identity = try NodeIdentity.loadOrCreate(in: directory)
         if let name {

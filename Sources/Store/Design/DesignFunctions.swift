@@ -1,18 +1,46 @@
 import JSON
 
-/// What judges writes against a database's design documents' `validate_doc_update`
-/// functions. The store keeps design documents as data and runs no code: the owner of a
-/// catalog (the agent, through its query servers) sets one in ``Database/Options/validator``,
-/// and every write of a document (``Database/bulkDocs(_:newEdits:relayed:author:)``: local,
-/// `_bulk_docs`, replicated) is then judged before it is applied, as CouchDB judges them.
-public protocol UpdateValidator: Sendable {
+/// What runs a database's design documents' functions, as Couchbase Lite's database runs its
+/// validation and filter blocks. The store keeps design documents as data and runs no code:
+/// the owner of a catalog (the agent, through its query servers) sets one in
+/// ``Database/Options/designFunctions``. Every write of a document
+/// (``Database/bulkDocs(_:newEdits:relayed:author:)``: local, `_bulk_docs`, replicated) is then
+/// judged by `validate_doc_update` before it is applied, and change feeds can be filtered by
+/// a design document's filter functions (``Database/filter(_:by:request:)``), as in CouchDB.
+public protocol DesignFunctions: Sendable {
     /// One verdict per update, in order: `nil` when every design document's function accepts it,
     /// else the refusal (403 `forbidden`, 401 `unauthorized`, or the function's own failure).
-    func validate(_ updates: [ProposedUpdate], by designs: [ValidatingDesign], context: ValidationContext) async -> [StoreError?]
+    func validate(_ updates: [ProposedUpdate], by designs: [DesignDocument], context: ValidationContext) async -> [StoreError?]
+
+    /// Whether each document passes `function` of `design`, in order; throws the function's failure.
+    func filter(_ documents: [JSON], by function: DesignFilter, of design: DesignDocument, request: JSON) async throws(StoreError) -> [Bool]
 }
 
-/// A design document with a `validate_doc_update` function, as stored (its winning revision).
-public struct ValidatingDesign: Sendable, Hashable {
+/// A design document's function a change feed is filtered by.
+public enum DesignFilter: Sendable, Hashable {
+    /// `filters.NAME`, called as `filter(doc, req)` (CouchDB's `filter=DESIGN/NAME`).
+    case filter(String)
+    /// `views.NAME.map`: a document passes when it emits a row (CouchDB's `filter=_view&view=DESIGN/NAME`).
+    case view(String)
+
+    /// The function's source in `design`, `nil` when it has none.
+    func source(in design: JSON) -> JSON? {
+        switch self {
+        case .filter(let name): design["filters"]?[name]
+        case .view(let name): design["views"]?[name]?["map"]
+        }
+    }
+
+    /// The function's name, as CouchDB's error for a missing one says it.
+    var name: String {
+        switch self {
+        case .filter(let name), .view(let name): name
+        }
+    }
+}
+
+/// A design document as stored (its winning revision): what a query server is sent before it runs one of its functions.
+public struct DesignDocument: Sendable, Hashable {
     /// `_design/...`.
     public let id: String
     /// Its revision: what a query server compares to know it holds this version.
