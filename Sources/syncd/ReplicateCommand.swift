@@ -41,6 +41,12 @@ struct ReplicateCommand: AsyncParsableCommand {
             transform: { $0.split(separator: ",").map(String.init) })
     var documentIDs: [[String]] = []
 
+    @Option(help: "Only revisions this filter function of the source passes: DESIGN/NAME, filters.NAME of _design/DESIGN (it runs on the source, as CouchDB's replicator runs it).")
+    var filter: String?
+
+    @Option(name: .customLong("query-params"), help: "The filter function's req.query (a JSON object).")
+    var queryParams: String?
+
     @Option(name: .customLong("batch-size"), help: "Changes per batch.")
     var batchSize = 500
 
@@ -67,7 +73,18 @@ struct ReplicateCommand: AsyncParsableCommand {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
         guard checkpointInterval > 0 else { throw ValidationError("--checkpoint-interval must be positive") }
         guard documentIDs.allSatisfy({ !$0.isEmpty }) else { throw ValidationError("--doc-ids names no document") }
-        guard selector == nil || documentIDs.isEmpty else { throw ValidationError("give --selector or --doc-ids, not both") }
+        guard [selector != nil, !documentIDs.isEmpty, filter != nil].filter({ $0 }).count <= 1 else {
+            throw ValidationError("give one of --selector, --doc-ids and --filter")
+        }
+        if let filter, ReplicationFilter.designFunction(filter) == nil {
+            throw ValidationError("--filter must be DESIGN/NAME: a filter function of the source's design document _design/DESIGN")
+        }
+        if let queryParams {
+            guard filter != nil else { throw ValidationError("--query-params goes with --filter") }
+            guard let json = try? JSON(parsing: queryParams), json.objectValue != nil else {
+                throw ValidationError("--query-params must be a JSON object")
+            }
+        }
         if let selector {
             guard let json = try? JSON(parsing: selector), json.objectValue != nil else {
                 throw ValidationError("--selector must be a JSON object")
@@ -112,6 +129,9 @@ struct ReplicateCommand: AsyncParsableCommand {
         configuration.checkpointInterval = .milliseconds(Int(checkpointInterval * 1000))
         if let selector { configuration.filter = .selector(try JSON(parsing: selector)) }
         if !documentIDs.isEmpty { configuration.filter = .documentIDs(documentIDs.flatMap { $0 }) }
+        if let filter {
+            configuration.filter = .function(name: filter, queryParameters: try queryParams.map { try JSON(parsing: $0).objectValue ?? [:] } ?? [:])
+        }
 
         let replicator = Replicator(configuration, logger: logger)
         let printer = ProgressPrinter(live: isatty(STDOUT_FILENO) != 0)

@@ -6,6 +6,15 @@ import Testing
 
 /// `syncd.toml`: every key read, defaults, and errors that name the key.
 struct AgentConfigurationTests {
+    @Test func aFilterFunctionWithItsQueryParameters() throws {
+        let configuration = try AgentConfiguration(toml: """
+            [[database]]
+            name = "tasks"
+            pull_filter = { filter = "app/by_type", query_params = { type = "task" } }
+            """)
+        #expect(configuration.databases.first?.pullFilter == .function(name: "app/by_type", queryParameters: ["type": "task"]))
+    }
+
     @Test func everyKeyIsRead() throws {
         let configuration = try AgentConfiguration(toml: """
             [node]
@@ -119,6 +128,10 @@ struct AgentConfigurationTests {
         ("[[database]]\nname = \"a\"\npull_filter = { selector = { n = { \"$nope\" = 1 } } }",
          "database[1].pull_filter.selector is not a valid selector: "),
         ("[[database]]\nname = \"a\"\n[[database.peer]]\npush_filter = { doc_ids = [\"x\"] }", "database[1].peer[1].peer is missing (a peer's ID or name)"),
+        ("[[database]]\nname = \"a\"\npull_filter = { filter = \"nodesign\" }", "database[1].pull_filter.filter must be \"DESIGN/NAME\": a filter function of _design/DESIGN"),
+        ("[[database]]\nname = \"a\"\npull_filter = { filter = \"app/f\", doc_ids = [\"x\"] }", "database[1].pull_filter must have one of selector, doc_ids and filter"),
+        ("[[database]]\nname = \"a\"\npull_filter = { doc_ids = [\"x\"], query_params = { a = \"b\" } }", "database[1].pull_filter.query_params goes with filter"),
+        ("[[database]]\nname = \"a\"\npull_filter = { filter = \"app/f\", query_params = 3 }", "database[1].pull_filter.query_params must be a table"),
         ("[[peer]]\npeer = \"x\"\naddresses = [\"nowhere\"]", "peer[1].addresses 'nowhere' is not host:port"),
         ("[[remote]]\nurl = \"https://u:secret@h/db\"\ndatabase = \"db\"", "remote[1].url must not hold credentials: put them in credentials_file"),
         ("[[remote]]\nurl = \"ftp://h/db\"\ndatabase = \"db\"", "remote[1].url "),

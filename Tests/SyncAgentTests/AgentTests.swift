@@ -314,7 +314,7 @@ final class AgentTests: XCTestCase {
             .write(toFile: path + "/syncd.toml", atomically: true, encoding: .utf8)
         let result = try runCommand([try TestBed.syncdExecutable, "agent", "--data", path], check: false)
         XCTAssertEqual(result.status, 78)
-        XCTAssertEqual(result.errorOutput, "error: \(path)/syncd.toml: database[1].push_filter must have either selector or doc_ids\n")
+        XCTAssertEqual(result.errorOutput, "error: \(path)/syncd.toml: database[1].push_filter must have one of selector, doc_ids and filter\n")
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "/notes.sqlite"))
     }
 }

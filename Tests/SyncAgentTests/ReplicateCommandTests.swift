@@ -4,6 +4,33 @@ import Testing
 
 /// `syncd replicate` as a user runs it: local names and URLs, filters, exit statuses.
 @Suite struct ReplicateCommandTests {
+    @Test func aFilterFunctionRunsOnTheSourceWithItsQueryParameters() async throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-replicate-filter")
+        defer { directory.remove() }
+        do {
+            let catalog = try Catalog(directory: directory.path)
+            let source = try catalog.create("src")
+            for n in 0..<12 { try await source.put(["_id": .string("c\(n)"), "even": .bool(n % 2 == 0)]) }
+            try await source.put(["_id": "_design/app", "filters": ["parity": "function (doc, req) { return doc.even === (req.query.even === 'yes'); }"]])
+            catalog.close()
+        }
+        let data = ["--data", directory.path]
+        let (status, output) = await (try ReplicateProcess(["replicate", "src", "odds", "--filter", "app/parity", "--query-params", #"{"even":"no"}"#] + data)).finish()
+        #expect(status == 0, "\(output)")
+        let odds = try { () throws -> [String] in
+            let catalog = try Catalog(directory: directory.path)
+            defer { catalog.close() }
+            return try catalog.database("odds").allDocs(AllDocsOptions()).rows.map(\.id)
+        }()
+        #expect(odds == ["c1", "c11", "c3", "c5", "c7", "c9"])
+        let malformed = try ReplicateProcess(["replicate", "src", "x", "--filter", "parity"] + data, captureErrors: true)
+        #expect(await malformed.finish().0 == 64)
+        #expect(malformed.errors.contains("--filter must be DESIGN/NAME"), "\(malformed.errors)")
+        let missing = try ReplicateProcess(["replicate", "src", "y", "--filter", "app/nothing"] + data, captureErrors: true)
+        #expect(await missing.finish().0 == 1)
+        #expect(missing.errors.contains("missing json key: nothing"), "\(missing.errors)")
+    }
+
     @Test func replicatesLocalDatabasesAndURLsWithFilters() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-replicate-cli")
         defer { directory.remove() }

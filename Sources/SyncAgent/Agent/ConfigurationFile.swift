@@ -263,10 +263,27 @@ private struct Keys {
         }
     }
 
-    /// A filter: `{ selector = { … } }` (a Mango selector) or `{ doc_ids = [ … ] }`.
+    /// A filter: `{ selector = { … } }` (a Mango selector), `{ doc_ids = [ … ] }`, or
+    /// `{ filter = "DESIGN/NAME", query_params = { … } }` (a design document's filter function,
+    /// run where the documents are).
     func filter(_ key: String) throws(ConfigurationError) -> ReplicationFilter? {
         guard let filter = try table(key) else { return nil }
-        try filter.only(["selector", "doc_ids"])
+        try filter.only(["selector", "doc_ids", "filter", "query_params"])
+        if let function = filter.object["filter"] {
+            guard filter.object["selector"] == nil, filter.object["doc_ids"] == nil else {
+                throw self.error(key, "must have one of selector, doc_ids and filter")
+            }
+            guard let name = function.stringValue, ReplicationFilter.designFunction(name) != nil else {
+                throw filter.error("filter", "must be \"DESIGN/NAME\": a filter function of _design/DESIGN")
+            }
+            var parameters = JSON.Object()
+            if let given = filter.object["query_params"] {
+                guard let table = given.objectValue else { throw filter.error("query_params", "must be a table") }
+                parameters = table
+            }
+            return .function(name: name, queryParameters: parameters)
+        }
+        guard filter.object["query_params"] == nil else { throw filter.error("query_params", "goes with filter") }
         switch (filter.object["selector"], try filter.strings("doc_ids")) {
         case (let selector?, nil):
             guard selector.objectValue != nil else { throw filter.error("selector", "must be a table (a Mango selector)") }
@@ -276,7 +293,7 @@ private struct Keys {
             guard !ids.isEmpty else { throw filter.error("doc_ids", "names no document") }
             return .documentIDs(ids)
         default:
-            throw self.error(key, "must have either selector or doc_ids")
+            throw self.error(key, "must have one of selector, doc_ids and filter")
         }
     }
 }

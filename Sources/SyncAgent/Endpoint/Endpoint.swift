@@ -33,6 +33,10 @@ public protocol Endpoint: Sendable {
     /// or never when `request.continuous`.
     func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws
 
+    /// The source of filter function `name` (`DESIGN/NAME`: `filters.NAME` of `_design/DESIGN`),
+    /// as a replication filtered by it reads it for its id; 404 when either is missing.
+    func filterFunction(_ name: String) async throws(EndpointError) -> String
+
     /// Which of the given leaf revisions the database lacks (`_revs_diff`).
     func missingRevisions(_ revisions: [DocumentRevisions]) async throws(EndpointError) -> [MissingRevisions]
 
@@ -59,6 +63,20 @@ public protocol Endpoint: Sendable {
 
     /// Asks the database to make its writes durable before a checkpoint names them.
     func ensureFullCommit() async throws(EndpointError)
+}
+
+extension Endpoint {
+    /// The source of filter function `name` in `design`, a design document as read; 404 when missing.
+    func filterFunction(_ name: String, in design: JSON?) throws(EndpointError) -> String {
+        guard let (_, function) = ReplicationFilter.designFunction(name) else {
+            throw EndpointError(status: 400, error: "bad_request", reason: "`filter` must be of the form `designname/filtername`", endpoint: displayName)
+        }
+        guard let design else { throw EndpointError(status: 404, error: "not_found", reason: "missing", endpoint: displayName) }
+        guard let source = design["filters"]?[function]?.stringValue else {
+            throw EndpointError(status: 404, error: "not_found", reason: "missing json key: \(function)", endpoint: displayName)
+        }
+        return source
+    }
 }
 
 extension Endpoint {

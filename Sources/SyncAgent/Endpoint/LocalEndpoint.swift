@@ -52,7 +52,14 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
+    /// Reads the design document from the store.
+    public func filterFunction(_ name: String) async throws(EndpointError) -> String {
+        guard let (design, _) = ReplicationFilter.designFunction(name) else { return try filterFunction(name, in: nil) }
+        return try filterFunction(name, in: try? database.document(id: design).json())
+    }
+
     /// Pages of the store's changes (all leaves), then, when continuous, a page after each commit.
+    /// A filter function runs here, on the source, as CouchDB runs it on its own feed.
     public func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
         // Subscribe before the first read, so no commit falls between reading and waiting.
         var commits = database.commits().makeAsyncIterator()
@@ -61,10 +68,14 @@ public struct LocalEndpoint: Endpoint {
         options.firstHandOnly = request.firstHandOnly
         let limit = max(1, request.batchSize)
         options.limit = limit
+        var function: (design: String, name: String, request: JSON)?
         switch request.filter {
         case .documentIDs(let ids)?: options.documentIDs = Set(ids)
         case .selector(let json)?:
             do { options.selector = try Selector(json) } catch { throw EndpointError(error, endpoint: displayName) }
+        case .function(let name, let parameters)?:
+            guard let (design, filter) = ReplicationFilter.designFunction(name) else { _ = try filterFunction(name, in: nil); return }
+            function = (design, filter, Self.filterRequest(database, query: parameters, author: author))
         case nil: break
         }
         while true {
@@ -72,7 +83,15 @@ public struct LocalEndpoint: Endpoint {
             let page: ChangesPage
             do { page = try await database.changesPage(options) } catch { throw EndpointError(error, endpoint: displayName) }
             let caughtUp = page.changes.count < limit || page.pending == 0
-            let rows = page.changes.map {
+            var changes = page.changes
+            if let function {
+                do {
+                    changes = try await database.filter(changes, by: .filter(function.name), of: function.design, request: function.request, allLeaves: true)
+                } catch {
+                    throw EndpointError(error, endpoint: displayName)
+                }
+            }
+            let rows = changes.map {
                 ChangedDocument(sequence: ChangeSequence($0.sequence), id: $0.id, revisions: $0.revisions, deleted: $0.deleted)
             }
             try await deliver(ChangeBatch(changes: rows, lastSequence: ChangeSequence(page.lastSequence), pending: page.pending, caughtUp: caughtUp))
@@ -198,6 +217,27 @@ public struct LocalEndpoint: Endpoint {
         } catch {
             throw EndpointError(error, endpoint: displayName)
         }
+    }
+}
+
+extension LocalEndpoint {
+    /// CouchDB's `req` for a filter function a replication runs on this node's feed: the
+    /// replication's query parameters, and the server or peer it runs for.
+    static func filterRequest(_ database: Database, query: JSON.Object, author: WriteAuthor) -> JSON {
+        [
+            "info": ["db_name": .string(database.name), "update_seq": .number(Double((try? database.lastSequence()) ?? 0))],
+            "id": .null,
+            "method": "GET",
+            "path": [.string(database.name), "_changes"],
+            "query": .object(query),
+            "headers": [:],
+            "body": "undefined",
+            "peer": "127.0.0.1",
+            "form": [:],
+            "cookie": [:],
+            "userCtx": ["db": .string(database.name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
+            "secObj": (try? database.security()) ?? nil ?? [:],
+        ]
     }
 }
 

@@ -165,6 +165,11 @@ extension RemoteEndpoint {
         case .selector(let selector)?:
             query.append(("filter", "_selector"))
             return (.POST, JSON.object(["selector": selector]).serializedBytes())
+        case .function(let name, let parameters)?:
+            // As CouchDB's replicator: the function's parameters go in the query, strings as they are.
+            query.append(("filter", name))
+            for (key, value) in parameters { query.append((key, value.stringValue ?? value.serialized())) }
+            return (.GET, nil)
         }
     }
 

@@ -203,6 +203,16 @@ public final class RemoteEndpoint: Endpoint {
         }
     }
 
+    /// `GET /db/_design/DESIGN`, for the function's source.
+    public func filterFunction(_ name: String) async throws(EndpointError) -> String {
+        guard let (design, _) = ReplicationFilter.designFunction(name) else { return try filterFunction(name, in: nil) }
+        do {
+            return try filterFunction(name, in: try await requestJSON(.GET, databasePath + "/" + PathEncoding.documentID(design)))
+        } catch where error.isNotFound {
+            return try filterFunction(name, in: nil)
+        }
+    }
+
     /// `PUT /db/_local/<id>`.
     public func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String {
         let answer = try await requestJSON(.PUT, databasePath + "/_local/" + PathEncoding.segment(id), body: json.serializedBytes())

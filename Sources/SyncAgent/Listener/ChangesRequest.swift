@@ -17,9 +17,10 @@ struct ChangesRequest: Sendable {
     var options = ChangesOptions()
     /// Add `_conflicts` to included documents.
     var conflicts = false
-    /// A design document's filter function the changes must pass (`filter=DESIGN/NAME`,
-    /// `filter=_view&view=DESIGN/NAME`), with CouchDB's `req` object it is called with.
-    var designFilter: (function: DesignFilter, design: String, request: JSON)?
+    /// Design documents' filter functions the changes must pass (`filter=DESIGN/NAME`,
+    /// `filter=_view&view=DESIGN/NAME`, and a push filter offered to the peer asking), each
+    /// with CouchDB's `req` object it is called with.
+    var designFilters: [(function: DesignFilter, design: String, request: JSON)] = []
     /// Send a newline (an event for eventsource) this often while idle.
     var heartbeat: Duration?
     /// End a waiting feed after this long without changes.
@@ -97,14 +98,14 @@ struct ChangesRequest: Sendable {
             guard let view = query["view"], !view.isEmpty else { throw CouchError.badRequest("`view` filter parameter is not provided.") }
             let parts = view.split(separator: "/")
             guard parts.count == 2 else { throw CouchError.badRequest("`view` must be of the form `designname/viewname`") }
-            designFilter = (.view(String(parts[1])), "_design/" + parts[0], .null)
+            designFilters.append((.view(String(parts[1])), "_design/" + parts[0], .null))
         case let name?:
             let parts = name.split(separator: "/")
             guard parts.count == 2 else { throw CouchError.badRequest("`filter` must be of the form `designname/filtername`") }
             let request = Self.filterRequest(exchange, database: database, body: body)
-            designFilter = (.filter(String(parts[1])), "_design/" + parts[0], request)
+            designFilters.append((.filter(String(parts[1])), "_design/" + parts[0], request))
         }
-        if let offered = offered { try narrow(to: offered) }
+        if let offered = offered { try narrow(to: offered, database: database, author: exchange.principal.author) }
     }
 
     /// CouchDB's `req` for a filter function: the request's query, method, path, headers,
@@ -135,12 +136,15 @@ struct ChangesRequest: Sendable {
     }
 
     /// Narrows the feed to what this node offers the peer asking (its push filter).
-    private mutating func narrow(to filter: ReplicationFilter) throws {
+    private mutating func narrow(to filter: ReplicationFilter, database: Database, author: WriteAuthor) throws {
         switch filter {
         case .documentIDs(let ids):
             options.documentIDs = options.documentIDs.map { $0.intersection(ids) } ?? Set(ids)
         case .selector(let selector):
             options.selector = try Selector(options.selector.map { .object(["$and": .array([$0.json, selector])]) } ?? selector)
+        case .function(let name, let parameters):
+            guard let (design, function) = ReplicationFilter.designFunction(name) else { return }
+            designFilters.append((.filter(function), design, LocalEndpoint.filterRequest(database, query: parameters, author: author)))
         }
     }
 

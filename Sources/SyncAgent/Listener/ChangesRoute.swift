@@ -17,7 +17,7 @@ extension CouchResponder {
         // A missing design document or function is a 404 before the answer starts, not a cut stream.
         _ = try await Self.passing([], request, in: db)
         switch request.feed {
-        case .normal where request.options.selector != nil || request.options.designOnly || request.designFilter != nil:
+        case .normal where request.options.selector != nil || request.options.designOnly || !request.designFilters.isEmpty:
             // One page of a filtered feed may pass over the whole database: stop when the client goes away.
             // Watching for that ends the connection after the answer; say so.
             let body = exchange.request.body
@@ -172,7 +172,7 @@ extension CouchResponder {
                 }
                 // Rows a design document's function passed are this feed's own: never shared with other feeds.
                 let changes = try await Self.passing(read, request, in: db)
-                let rows = request.designFilter == nil
+                let rows = request.designFilters.isEmpty
                     ? listener.feedRows.rows(of: changes, in: db, options: request.options, conflicts: request.conflicts,
                                              eventSource: eventSource, write: render)
                     : render(changes)
@@ -197,10 +197,13 @@ extension CouchResponder {
         }
     }
 
-    /// The changes that pass the request's design document filter, all of them without one.
+    /// The changes that pass the request's design document filters, all of them without any.
     static func passing(_ changes: [Change], _ request: ChangesRequest, in db: Database) async throws -> [Change] {
-        guard let filter = request.designFilter else { return changes }
-        return try await db.filter(changes, by: filter.function, of: filter.design, request: filter.request, allLeaves: request.options.allLeaves)
+        var passed = changes
+        for filter in request.designFilters {
+            passed = try await db.filter(passed, by: filter.function, of: filter.design, request: filter.request, allLeaves: request.options.allLeaves)
+        }
+        return passed
     }
 
     /// What a waiting feed reacts to.

@@ -26,9 +26,13 @@ public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
     /// The id of a replication between the local database `local` and the remote
     /// database `remote` (both as ``Endpoint/identity()`` gives them); `firstHandOnly`:
     /// it reads first-hand changes only (a recipe of its own; other replications' ids are as before).
-    public init(local: String, remote: String, direction: Direction, filter: ReplicationFilter?, firstHandOnly: Bool = false) {
+    /// `filterCode`: the source of a filter function, as CouchDB's replication ids include it,
+    /// so a changed function starts a new checkpoint.
+    public init(local: String, remote: String, direction: Direction, filter: ReplicationFilter?, firstHandOnly: Bool = false,
+                filterCode: String? = nil) {
         var parts = ["syncd-replication-v\(Self.version)", local, remote, direction.rawValue, filter?.canonicalForm ?? ""]
         if firstHandOnly { parts.append("first-hand") }
+        if let filterCode { parts.append("code:" + filterCode) }
         let recipe = parts.joined(separator: "\n")
         value = SHA256.hash(data: Array(recipe.utf8)).map { byte in
             let digits = Array("0123456789abcdef")
@@ -40,11 +44,13 @@ public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
     /// the target otherwise (between two local or two remote databases, the source
     /// counts as local).
     public init(sourceIdentity: String, targetIdentity: String, sourceIsLocal: Bool, targetIsLocal: Bool, filter: ReplicationFilter?,
-                firstHandOnly: Bool = false) {
+                firstHandOnly: Bool = false, filterCode: String? = nil) {
         if !sourceIsLocal && targetIsLocal {
-            self.init(local: targetIdentity, remote: sourceIdentity, direction: .pull, filter: filter, firstHandOnly: firstHandOnly)
+            self.init(local: targetIdentity, remote: sourceIdentity, direction: .pull, filter: filter, firstHandOnly: firstHandOnly,
+                      filterCode: filterCode)
         } else {
-            self.init(local: sourceIdentity, remote: targetIdentity, direction: .push, filter: filter, firstHandOnly: firstHandOnly)
+            self.init(local: sourceIdentity, remote: targetIdentity, direction: .push, filter: filter, firstHandOnly: firstHandOnly,
+                      filterCode: filterCode)
         }
     }
 

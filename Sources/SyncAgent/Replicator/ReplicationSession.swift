@@ -14,10 +14,14 @@ struct ReplicationSession: Sendable {
         let target = configuration.target
         try await source.prepare(createIfMissing: false)
         try await target.prepare(createIfMissing: configuration.createTarget)
+        var filterCode: String?
+        if case .function(let name, _)? = configuration.filter {
+            filterCode = try await source.filterFunction(name)
+        }
         let replicationID = ReplicationID(
             sourceIdentity: try await source.identity(), targetIdentity: try await target.identity(),
             sourceIsLocal: source.isLocal, targetIsLocal: target.isLocal, filter: configuration.filter,
-            firstHandOnly: configuration.firstHandOnly
+            firstHandOnly: configuration.firstHandOnly, filterCode: filterCode
         )
         let checkpointer = Checkpointer(replicationID: replicationID, source: source, target: target)
         let since = try await checkpointer.start()

@@ -14,6 +14,7 @@ extension ForwardingEndpoint {
     var isLocal: Bool { inner.isLocal }
     func prepare(createIfMissing: Bool) async throws(EndpointError) { try await inner.prepare(createIfMissing: createIfMissing) }
     func identity() async throws(EndpointError) -> String { try await inner.identity() }
+    func filterFunction(_ name: String) async throws(EndpointError) -> String { try await inner.filterFunction(name) }
     func localDocument(id: String) async throws(EndpointError) -> JSON? { try await inner.localDocument(id: id) }
     func putLocalDocument(id: String, _ json: JSON) async throws(EndpointError) -> String { try await inner.putLocalDocument(id: id, json) }
     func changes(_ request: ChangeFeedRequest, deliver: @Sendable (ChangeBatch) async throws -> Void) async throws {
