@@ -6,6 +6,9 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     public let offset: Int
 
     public var description: String { "\(message) at byte \(offset)" }
+    /// Whether the text was refused for nesting deeper than ``JSON/maximumDepth``, not for its syntax.
+    public var isNestingTooDeep: Bool { message == Self.nestingTooDeep }
+    static let nestingTooDeep = "nesting too deep"
 }
 
 extension JSON {
@@ -156,7 +159,7 @@ struct JSONParser {
 
     private mutating func enter() throws(JSONSyntaxError) {
         depth += 1
-        guard depth <= JSON.maximumDepth else { throw error("nesting too deep") }
+        guard depth <= JSON.maximumDepth else { throw error(JSONSyntaxError.nestingTooDeep) }
     }
 
     private mutating func parseObject() throws(JSONSyntaxError) -> JSON {

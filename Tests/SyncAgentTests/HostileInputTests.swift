@@ -109,6 +109,24 @@ final class HostileInputTests: XCTestCase {
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db").status, 200)
     }
 
+    /// JSON nested deeper than the parser takes is refused with an error that says so, not
+    /// "invalid UTF-8 JSON"; as deep as it takes is a document like any other.
+    func testJSONNestedTooDeepIsNamedAsSuch() async throws {
+        let server = try await startListener()
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        func nested(_ depth: Int) -> [UInt8] { Array(("{\"a\":" + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1) + "}").utf8) }
+        for path in ["/db/deep", "/db/_bulk_docs", "/db/_changes?filter=_selector"] {
+            let answer = try await HTTP.request(path == "/db/deep" ? .PUT : .POST, server.url + path, body: nested(JSON.maximumDepth + 1),
+                                                headers: [("Content-Type", "application/json")])
+            XCTAssertEqual(answer.status, 400, path)
+            XCTAssertEqual(answer.json, ["error": "bad_request", "reason": .string("JSON is nested more than \(JSON.maximumDepth) levels deep")], path)
+        }
+        let broken = try await HTTP.request(.PUT, server.url + "/db/broken", body: Array("{\"a\":".utf8), headers: [("Content-Type", "application/json")])
+        XCTAssertEqual(broken.json, ["error": "bad_request", "reason": "invalid UTF-8 JSON"])
+        let deepest = try await HTTP.request(.PUT, server.url + "/db/deepest", body: nested(JSON.maximumDepth), headers: [("Content-Type", "application/json")])
+        XCTAssertEqual(deepest.status, 201, deepest.text)
+    }
+
     /// SIGTERM stops `syncd serve` although a client asked for a large answer and never reads it
     /// (the server's writes wait on it for ever) and another waits on a longpoll feed.
     func testSIGTERMStopsServeWhateverRequestsRun() async throws {

@@ -90,6 +90,56 @@ final class ListenerTLSTests: XCTestCase {
         }
     }
 
+    /// A session cookie given over HTTPS is `Secure` (never sent in clear) and `SameSite=Lax`, as the one that ends it.
+    func testSessionCookiesOverHTTPSAreSecure() async throws {
+        let server = try await startListener(users: ["bob": "hunter2"]) { $0.tls = true }
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = try TLSSettings.client(trusting: NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        do {
+            let login = try await HTTP.request(.POST, server.anonymousURL + "/_session", json: ["name": "bob", "password": "hunter2"], client: client)
+            XCTAssertEqual(login.status, 200)
+            XCTAssertEqual(login.header("Set-Cookie")?.hasSuffix("; HttpOnly; SameSite=Lax; Secure"), true, "\(login.header("Set-Cookie") ?? "none")")
+            let logout = try await HTTP.request(.DELETE, server.anonymousURL + "/_session", client: client)
+            XCTAssertEqual(logout.header("Set-Cookie")?.hasSuffix("; HttpOnly; SameSite=Lax; Secure"), true)
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    /// Over TLS 1.2 the listener takes AEAD suites only (Mozilla's "intermediate"): a client
+    /// offering one CBC or SHA-1 suite alone is refused at the handshake.
+    func testTLS12AcceptsAEADSuitesOnly() async throws {
+        let server = try await startListener { $0.tls = true }
+        let certificate = try NIOSSLCertificate(bytes: server.listener.node.identity.certificateDER, format: .der)
+        let suites: [(NIOTLSCipher, Bool)] = [
+            (.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true), (.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, true),
+            (.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true),
+            (.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false), (.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, false),
+            (.TLS_RSA_WITH_AES_128_GCM_SHA256, false), (.TLS_RSA_WITH_AES_128_CBC_SHA, false),
+        ]
+        for (suite, accepted) in suites {
+            var tls = try TLSSettings.client(trusting: certificate)
+            tls.maximumTLSVersion = .tlsv12
+            tls.cipherSuiteValues = [suite]
+            var configuration = HTTPClient.Configuration()
+            configuration.tlsConfiguration = tls
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            do {
+                let status = try await HTTP.json(.GET, server.anonymousURL + "/_up", client: client).status
+                XCTAssertTrue(accepted, "\(suite) was served")
+                XCTAssertEqual(status, 200)
+            } catch {
+                XCTAssertFalse(accepted, "\(suite): \(error)")
+                assertHandshakeFailed(error, "SSLV3_ALERT_HANDSHAKE_FAILURE", "\(suite)")
+            }
+            try await client.shutdown()
+        }
+    }
+
     /// Asserts that `error` is a failed TLS handshake whose BoringSSL error stack names `reason`.
     private func assertHandshakeFailed(_ error: any Error, _ reason: String, _ message: String = "",
                                        file: StaticString = #filePath, line: UInt = #line) {

@@ -7,10 +7,13 @@ import FoundationEssentials
 struct SessionCookies: Sendable {
     /// Seconds a cookie stays valid.
     let timeout: Int
+    /// Whether the listener serves HTTPS: its cookies are then `Secure`, never sent in clear.
+    let secure: Bool
     private let secret = SymmetricKey(size: .bits256)
 
-    init(timeout: Int) {
+    init(timeout: Int, secure: Bool = false) {
         self.timeout = timeout
+        self.secure = secure
     }
 
     /// A cookie value for `name`, made now.
@@ -40,13 +43,16 @@ struct SessionCookies: Sendable {
         return (name, issued)
     }
 
-    /// The `Set-Cookie` header for a new session of `name`.
+    /// The `Set-Cookie` header for a new session of `name`: `HttpOnly`, `SameSite=Lax` (CouchDB's
+    /// `[chttpd_auth] same_site`), and `Secure` over HTTPS.
     func header(name: String, salt: String) -> String {
-        "AuthSession=\(make(name: name, salt: salt)); Version=1; Path=/; Max-Age=\(timeout); HttpOnly"
+        "AuthSession=\(make(name: name, salt: salt)); Version=1; Path=/; Max-Age=\(timeout)" + attributes
     }
 
     /// The `Set-Cookie` header that ends a session.
-    static let clearingHeader = "AuthSession=; Version=1; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly"
+    var clearingHeader: String { "AuthSession=; Version=1; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT" + attributes }
+
+    private var attributes: String { "; HttpOnly; SameSite=Lax" + (secure ? "; Secure" : "") }
 
     private func mac(name: String, stamp: String, salt: String) -> [UInt8] {
         Array(HMAC<SHA256>.authenticationCode(for: Array("\(name):\(stamp):\(salt)".utf8), using: secret))

@@ -16,10 +16,20 @@ public enum TLSSettings {
             privateKey: .privateKey(try identity.sslPrivateKey())
         )
         configuration.minimumTLSVersion = .tlsv12
+        // TLS 1.2 with AEAD suites only (Mozilla's "intermediate" list): no CBC, no SHA-1.
+        // TLS 1.3's suites are all AEAD.
+        configuration.cipherSuiteValues = aeadSuites
         configuration.certificateVerification = .optionalVerification
         configuration.sendCANameList = false
         return configuration
     }
+
+    /// The TLS 1.2 suites the listener accepts: ECDHE key exchange with AES-GCM or ChaCha20-Poly1305.
+    static let aeadSuites: [NIOTLSCipher] = [
+        .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ]
 
     /// The listener's verification callback: any client certificate is
     /// accepted here; possession of its key is proven by the handshake itself,

@@ -75,7 +75,9 @@ struct ChangesRequest: Sendable {
             let bytes = try await exchange.readBody(limit: bodyLimit)
             if bytes.readableBytes > 0 {
                 if let type = exchange.mediaType, type != "application/json" { throw CouchError.notJSON }
-                guard case .object(let object)? = try? JSON(parsing: bytes.readableBytesView) else { throw CouchError.invalidJSON }
+                let parsed: JSON
+                do { parsed = try JSON(parsing: bytes.readableBytesView) } catch { throw CouchError.invalidJSON(error) }
+                guard case .object(let object) = parsed else { throw CouchError.invalidJSON() }
                 body = object
             }
         }

@@ -29,7 +29,13 @@ struct CouchError: Error, Sendable {
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Method not allowed for this resource.")
     static let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
     static let notJSON = CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
-    static let invalidJSON = CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+    /// 400 for a body that is not JSON; one nested deeper than the parser takes says so.
+    static func invalidJSON(_ error: (any Error)? = nil) -> CouchError {
+        if let syntax = error as? JSONSyntaxError, syntax.isNestingTooDeep {
+            return .badRequest("JSON is nested more than \(JSON.maximumDepth) levels deep")
+        }
+        return CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
+    }
     /// A `Range` no byte of the attachment satisfies (its `Content-Range` header is added by the route).
     static let rangeNotSatisfiable = CouchError(.rangeNotSatisfiable, "requested_range_not_satisfiable", "Requested range not satisfiable")
     static let noDatabase = CouchError(.notFound, "not_found", "Database does not exist.")

@@ -179,7 +179,7 @@ struct Exchange {
         do {
             return try JSON(parsing: body.readableBytesView)
         } catch {
-            throw CouchError.invalidJSON
+            throw CouchError.invalidJSON(error)
         }
     }
 

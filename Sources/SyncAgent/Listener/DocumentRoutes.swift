@@ -123,9 +123,9 @@ extension CouchResponder {
         let reader = MultipartReader(boundary: boundary, body: exchange.request.body)
         guard try await reader.nextPart() != nil else { throw CouchError.badRequest("multipart body has no document part") }
         let document = try await reader.readBody(limit: configuration.maximumRequestSize)  // 413 beyond the limit
-        guard case .object(let object)? = try? JSON(parsing: document) else {
-            throw CouchError.invalidJSON
-        }
+        let parsed: JSON
+        do { parsed = try JSON(parsing: document) } catch { throw CouchError.invalidJSON(error) }
+        guard case .object(let object) = parsed else { throw CouchError.invalidJSON() }
         let follows = (object["_attachments"]?.objectValue ?? [:]).compactMap { entry in
             entry.value["follows"]?.boolValue == true ? entry.key : nil
         }

@@ -92,7 +92,7 @@ public final class Listener: Sendable {
         self.node = node
         self.configuration = configuration
         self.agent = agent
-        self.sessions = SessionCookies(timeout: configuration.sessionTimeout)
+        self.sessions = SessionCookies(timeout: configuration.sessionTimeout, secure: configuration.tls)
         self.feeds = ClientSlots(maximumPerClient: configuration.limits.maximumFeedsPerClient)
         self.connectionSlots = ConnectionPool(maximum: configuration.limits.maximumConnections,
                                               maximumPerClient: configuration.limits.maximumConnectionsPerClient)

@@ -30,7 +30,7 @@ extension CouchResponder {
             return Self.json(["ok": true, "name": .string(name), "roles": .array(record.roles.map { .string($0) })],
                              headers: [.setCookie: listener.sessions.header(name: name, salt: salt)])
         case .delete:
-            return Self.json(["ok": true], headers: [.setCookie: SessionCookies.clearingHeader])
+            return Self.json(["ok": true], headers: [.setCookie: listener.sessions.clearingHeader])
         default:
             throw CouchError.methodNotAllowed
         }
