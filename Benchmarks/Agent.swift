@@ -39,7 +39,7 @@ func runAgentBenchmarks(arguments: [String]) async throws {
             defer { a.stop(); b.stop() }
             _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
             let start = now()
-            try b.pair(with: try a.invitation())
+            try b.pair(with: try await a.invitation())
             try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
             pairing.append(now() - start)
 
@@ -193,7 +193,7 @@ private func agentBurst(arguments: [String]) async throws {
                 let b = try await BenchAgent.start(folder + "/b", on: bed["b"], executable: build.executable)
                 defer { a.stop(); b.stop() }
                 _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
-                try b.pair(with: try a.invitation())
+                try b.pair(with: try await a.invitation())
                 try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
 
                 let start = now()
@@ -331,9 +331,11 @@ final class BenchAgent: Sendable {
 
     var base: String { ControlClient(socketPath: directory + "/control.sock").baseURL }
 
-    func invitation() throws -> String {
-        guard let line = process.lines.first(where: { $0.hasPrefix("https://") }) else { throw BenchError("no invitation printed") }
-        return line
+    /// The invitation the agent printed (builds before --show-invitation print one into any
+    /// output), else a new one from `syncd pair --json`.
+    func invitation() async throws -> String {
+        if let line = process.lines.first(where: { $0.hasPrefix("https://") }) { return line }
+        return try await newInvitation()
     }
 
     /// An invitation made by `syncd pair --json` beside the running agent.
@@ -402,7 +404,7 @@ func runPeerGoneBenchmarks() async throws {
         let a = try await BenchAgent.start(folder + "/a", on: bed["a"])
         var b = try await BenchAgent.start(folder + "/b", on: bed["b"])
         defer { a.stop(); b.stop() }
-        try b.pair(with: try a.invitation())
+        try b.pair(with: try await a.invitation())
         try await a.waitUntil { try await a.status().peers.first?.state == "online" }
         try await b.waitUntil { try await b.status().peers.first?.state == "online" }
 

@@ -66,7 +66,7 @@ private func groupRound(_ count: Int, inviters: [Int], executable: String, argum
         // The group, one pairing per new host.
         var pairings: [String] = []
         let pairingStart = now()
-        try agents[1].pair(with: try agents[0].invitation())
+        try agents[1].pair(with: try await agents[0].invitation())
         pairings.append("b-a")
         for index in 2..<count {
             let member = inviters[index - 2]

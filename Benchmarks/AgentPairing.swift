@@ -20,7 +20,7 @@ func agentPairing(arguments: [String]) async throws {
             let b = try await BenchAgent.start(folder + "/b", on: nil, executable: build.executable, configuration: configuration)
             defer { a.stop(); b.stop() }
             _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
-            let invitation = try a.invitation()
+            let invitation = try await a.invitation()
             let start = now()
             try b.pair(with: invitation)
             let paired = now()

@@ -18,7 +18,7 @@ func agentSoak(arguments: [String]) async throws {
         var agents: [BenchAgent] = []
         for host in bed.hosts { agents.append(try await BenchAgent.start(folder + "/" + host.name, on: host)) }
         defer { agents.forEach { $0.stop() } }
-        try agents[1].pair(with: try agents[0].invitation())
+        try agents[1].pair(with: try await agents[0].invitation())
         try agents[2].pair(with: try await agents[1].newInvitation())
         for agent in agents {
             try await agent.waitUntil(timeout: 30) { try await agent.status().peers.filter { $0.state == "online" }.count == 2 }

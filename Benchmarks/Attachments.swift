@@ -41,7 +41,7 @@ private func attachmentTransfer(mebibytes: Int, executable: String, label: Strin
         a.stop()
         if bRunning { b.stop() }
     }
-    try b.pair(with: try a.invitation())
+    try b.pair(with: try await a.invitation())
     _ = try await a.send(.PUT, "/syncd/hello", body: "{}")
     try await b.waitUntil { try await b.send(.GET, "/syncd/hello").status == 200 }
     try await Task.sleep(for: .seconds(3))

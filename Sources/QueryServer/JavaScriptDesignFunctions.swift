@@ -23,7 +23,7 @@ public struct JavaScriptDesignFunctions: DesignFunctions {
                 commands.append(JSON.array(["ddoc", .string(design.id), ["validate_doc_update"], arguments]).serializedBytes())
             }
         }
-        let outcomes = await servers.run(commands, designs: designs.map { ($0.id, $0.revision, $0.document) })
+        let outcomes = await servers.runSpread(commands, designs: designs.map { ($0.id, $0.revision, $0.document) })
         return updates.indices.map { index in
             outcomes[index * designs.count..<(index + 1) * designs.count].lazy.compactMap(Self.refusal).first
         }

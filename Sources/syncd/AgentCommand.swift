@@ -18,8 +18,9 @@ struct AgentCommand: AsyncParsableCommand {
         discussion: """
             Owns the data directory (a second agent on it refuses to start), serves it over HTTPS on the \
             LAN, advertises it with Avahi, and replicates every shared database with every paired peer, \
-            following peers across address changes. Prints the node's name, ID and URLs, and a pairing \
-            QR code while it has no peers. Reads --config (default DATA/syncd.toml; see the README for \
+            following peers across address changes. Prints the node's name, ID and URLs, and, to a \
+            terminal, a pairing QR code while it has no peers (an invitation is a secret: under systemd, \
+            where the output goes to the journal, `syncd pair` makes one). Reads --config (default DATA/syncd.toml; see the README for \
             its keys); SIGHUP rereads it; SIGTERM or SIGINT stops after the replications checkpoint. \
             Other commands reach the agent through its control socket.
             """
@@ -31,6 +32,10 @@ struct AgentCommand: AsyncParsableCommand {
 
     @Option(help: "The configuration file (default: DATA/syncd.toml; missing means the defaults).")
     var config: String?
+
+    @Flag(name: .customLong("show-invitation"),
+          help: "Print a pairing invitation while the node has no peers even when the output is not a terminal (it holds a secret).")
+    var showInvitation = false
 
     func run() async throws {
         let logger = log.logger(label: "syncd", defaultLevel: .notice)
@@ -44,7 +49,8 @@ struct AgentCommand: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         defer { agent.node.close() }
-        let listening = ListeningPrinter(agent: agent, dataDirectory: data.path)
+        let listening = ListeningPrinter(agent: agent, dataDirectory: data.path,
+                                         showsInvitation: showInvitation || isatty(STDOUT_FILENO) != 0)
         // SIGHUP rereads the configuration.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let reloads = Task {
@@ -72,10 +78,13 @@ private struct AgentService: Service {
 }
 
 /// What a new user needs once the agent listens: name, ID, URLs, and while the
-/// node has no peers, an invitation to pair as a QR code.
+/// node has no peers, an invitation to pair as a QR code. The invitation is a secret,
+/// printed only where a person reads it (`showsInvitation`: a terminal, or when asked),
+/// never into a log such as the journal.
 private struct ListeningPrinter: Sendable {
     let agent: Agent
     let dataDirectory: String
+    let showsInvitation: Bool
 
     func print(_ urls: [String]) async {
         let node = agent.node
@@ -88,7 +97,9 @@ private struct ListeningPrinter: Sendable {
         text += urls.map { "listening on \($0)\n" }.joined()
         let peers = (try? node.peers.all()) ?? []
         let shared = agent.configuration.databases.map(\.name)
-        if peers.isEmpty, !shared.isEmpty {
+        if peers.isEmpty, !shared.isEmpty, !showsInvitation {
+            text += "\nNo peers yet: run `syncd pair` for an invitation to pair another machine (none is printed here: the output is no terminal).\n"
+        } else if peers.isEmpty, !shared.isEmpty {
             do {
                 let url = try await node.invite(databases: shared, lifetime: .seconds(600), introduce: true).url()
                 text += "\nNo peers yet: to pair, use this invitation (`syncd pair` makes more).\n"

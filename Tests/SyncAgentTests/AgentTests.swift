@@ -148,6 +148,20 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(onA, ["p1", "s1", "p2", "wanted"])
     }
 
+    /// An invitation is a secret: written into a file (as systemd writes the output into the
+    /// journal) the agent prints none, and says how to get one.
+    func testAnAgentWhoseOutputIsNoTerminalPrintsNoInvitation() async throws {
+        let a = try await AgentProcess.start(in: directory.path + "/a", configuration: Self.configuration(), showsInvitation: false)
+        let output = a.process.lines.joined(separator: "\n")
+        XCTAssertEqual(a.stop(), 0)
+        XCTAssertNil(a.invitation)
+        XCTAssertFalse(output.contains("/#"), output)
+        XCTAssertTrue(output.contains("No peers yet: run `syncd pair` for an invitation"), output)
+        // Nor was one made: the directory holds no invitation to use.
+        let invitations = (try? String(contentsOfFile: a.directory + "/invitations.json", encoding: .utf8)) ?? ""
+        XCTAssertFalse(invitations.contains("secret_sha256"), invitations)
+    }
+
     func testASecondAgentRefusesAndReplicateGoesThroughTheRunningAgent() async throws {
         let a = try await AgentProcess.start(in: directory.path + "/a", configuration: Self.configuration())
         defer { a.stop() }

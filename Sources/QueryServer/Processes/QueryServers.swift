@@ -97,6 +97,11 @@ public final class QueryServers: Sendable {
             let (answered, failure) = await exchange(setup + commands[outcomes.count...], designs: designs, on: process)
             checkIn(process)
             if answered.count < setup.count {
+                // A process killed by another hand during the setup: once more, in a new one.
+                if case .exited? = failure, retried != -1 {
+                    retried = -1
+                    continue
+                }
                 let reason = failure.map { "\($0)" } ?? "no answer"
                 return Array(repeating: .failed(CommandFailure(error: "os_process_error", reason: reason)), count: setup.count + commands.count)
             }
@@ -123,6 +128,28 @@ public final class QueryServers: Sendable {
         }
         return (setupOutcomes ?? []) + outcomes
     }
+
+    /// Runs `commands` as ``run(_:setup:designs:)`` does, a large batch spread over as many
+    /// processes as there are cores (within ``maximumProcesses``), in parts of at least
+    /// `minimumPart`: what a `_bulk_docs` of a thousand validated documents waits for.
+    public func runSpread(_ commands: [[UInt8]], designs: [(id: String, revision: String, document: JSON)] = [],
+                          minimumPart: Int = 64) async -> [Outcome] {
+        let parts = min(maximumProcesses, Self.cores, max(1, commands.count / minimumPart))
+        guard parts > 1 else { return await run(commands, designs: designs) }
+        let size = (commands.count + parts - 1) / parts
+        return await withTaskGroup(of: (Int, [Outcome]).self) { group in
+            for start in stride(from: 0, to: commands.count, by: size) {
+                let part = Array(commands[start..<min(start + size, commands.count)])
+                group.addTask { (start, await self.run(part, designs: designs)) }
+            }
+            var results: [(Int, [Outcome])] = []
+            for await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        }
+    }
+
+    /// The processors this process may run on.
+    private static let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     /// Sends the design documents the process lacks, then the commands, on a thread of its own.
     private func exchange(_ commands: [[UInt8]], designs: [(id: String, revision: String, document: JSON)], on process: QueryProcess) async -> ([JSON], QueryProcess.Failure?) {

@@ -26,13 +26,16 @@ final class AgentProcess: Sendable {
 
     /// Writes `configuration` (TOML) to `DIRECTORY/syncd.toml`, starts the agent (with
     /// `environment` added to the test's, through `launcher` when given, such as
-    /// `unshare --net …`) and waits for its URLs.
+    /// `unshare --net …`) and waits for its URLs. It prints its invitation into the test's pipe
+    /// unless `showsInvitation` is false (as for any output but a terminal).
     static func start(in directory: String, configuration: String? = nil, on host: TestHost? = nil,
                       arguments: [String] = [], environment: [String: String] = [:],
-                      launcher: [String] = []) async throws -> AgentProcess {
+                      launcher: [String] = [], showsInvitation: Bool = true) async throws -> AgentProcess {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if let configuration { try configuration.write(toFile: directory + "/syncd.toml", atomically: true, encoding: .utf8) }
-        let command = [try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "info"] + arguments
+        // The tests pair from the invitation the agent prints, into a pipe.
+        let command = [try TestBed.syncdExecutable, "agent", "--data", directory, "--log-level", "info"]
+            + (showsInvitation ? ["--show-invitation"] : []) + arguments
         let process = try host?.spawn(command, environment: environment) ?? ChildProcess(launcher + command, environment: environment)
         do {
             try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
