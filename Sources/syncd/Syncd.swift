@@ -9,6 +9,10 @@ import SyncAgent
 @main
 enum Entry {
     static func main() async {
+        // What syncd creates is its user's alone from the moment it exists: data files, and the
+        // control socket, which is bound with this mask and only then opened to the group
+        // (0660), never open to all for an instant whatever umask it was started with.
+        umask(0o077)
         if CommandLine.arguments.dropFirst().first == "query-server" {
             exit(QueryServerLoop.run())
         }

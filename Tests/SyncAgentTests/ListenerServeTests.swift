@@ -36,6 +36,28 @@ final class ListenerServeTests: XCTestCase {
         XCTAssertNotNil(try catalog.database("db").document(id: "a"))
     }
 
+    /// Started with umask 000, syncd still creates nothing open to all: it runs with 077, so its
+    /// control socket is bound 0600 and then opened to the group (0660), never wider.
+    func testTheControlSocketIsNeverOpenToAllWhateverTheUmask() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let previous = umask(0)
+        let server: ServeProcess
+        do {
+            server = try await ServeProcess.start(["--port", "0", "--data", directory.path])
+            umask(previous)
+        } catch {
+            umask(previous)
+            throw error
+        }
+        let status = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+        let mask = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }.map { $0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces) }
+        let socket = try FileManager.default.attributesOfItem(atPath: directory.path + "/control.sock")[.posixPermissions] as? Int
+        _ = await server.stop()
+        XCTAssertEqual(mask, "0077")
+        XCTAssertEqual(socket, 0o660)
+    }
+
     func testServeWithUsersAndTLS() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
