@@ -283,6 +283,29 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual(id, "a")
     }
 
+    /// A source answering with a revision other than the one asked for (and not a leaf descending
+    /// from it) gets that document failed, not the other revision written in its place; a leaf
+    /// that descends from the one asked for (`latest=true`) is taken.
+    func testAnotherRevisionThanTheOneAskedIsNotTakenForIt() async throws {
+        let (_, endpoint) = try remote { _, target, _ in
+            guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }
+            return (200, #"{"results":[{"id":"a","docs":[{"ok":{"_id":"a","_rev":"2-z","_revisions":{"start":2,"ids":["z","y"]}}}]},"#
+                + #"{"id":"b","docs":[{"ok":{"_id":"b","_rev":"3-c","_revisions":{"start":3,"ids":["c","b","a"]}}}]},"#
+                + #"{"id":"c","docs":[{"ok":{"_id":"c","_rev":"1-c"}}]}]}"#)
+        }
+        let fetched = try await endpoint.revisions([
+            MissingRevisions(id: "a", missing: [RevisionID("1-a")!]), MissingRevisions(id: "b", missing: [RevisionID("2-b")!]),
+            MissingRevisions(id: "c", missing: [RevisionID("1-c")!, RevisionID("2-c")!]),
+        ])
+        XCTAssertEqual(fetched.count, 4, "\(fetched)")
+        guard case .failed("a", RevisionID("1-a"), let reason)? = fetched.first else { return XCTFail("took \(fetched)") }
+        XCTAssertTrue(reason.contains("not asked for"), reason)
+        guard case .found(let descendant) = fetched[1] else { return XCTFail("\(fetched[1])") }
+        XCTAssertEqual(descendant.revision, RevisionID("3-c"), "a leaf descending from the revision asked is what latest=true answers")
+        guard case .found = fetched[2], case .failed("c", RevisionID("2-c"), let leftOut) = fetched[3] else { return XCTFail("\(fetched)") }
+        XCTAssertTrue(leftOut.contains("left out"), leftOut)
+    }
+
     /// A 413 from the target splits the request (as CouchDB's replicator does) until each
     /// revision goes alone; only one too large by itself is refused.
     func testATooLargeBatchIsSplitNotFailed() async throws {

@@ -139,7 +139,7 @@ extension RemoteEndpoint {
                     documentLimit: documentLimit, attachmentLimit: configuration.maximumAttachmentSize, staging: staging)
                 while let answer = try await reader.next() {
                     let id = try answers.document(for: answer)
-                    await deliver(revision(from: answer.json, id: id, files: answer.files), ancestors[id] ?? [])
+                    await deliver(answers.checked(revision(from: answer.json, id: id, files: answer.files)), ancestors[id] ?? [])
                 }
             } else if withAttachments {
                 // JSON where attachments were asked for as parts: one document at a time instead.
@@ -161,7 +161,7 @@ extension RemoteEndpoint {
                             }
                             let id = try answers.document(named: result["id"]?.stringValue)
                             for answer in result["docs"]?.arrayValue ?? [] {
-                                await deliver(revision(from: answer, id: id), ancestors[id] ?? [])
+                                await deliver(answers.checked(revision(from: answer, id: id)), ancestors[id] ?? [])
                             }
                         }
                     }
@@ -169,6 +169,7 @@ extension RemoteEndpoint {
                 } catch let error as ResultsSplitter.FramingError where error.isOversized {
                     logger.info("a _bulk_get result is over the document bound; reading the rest one document at a time",
                                 metadata: ["endpoint": "\(displayName)", "limit": "\(documentLimit)"])
+                    await failLeftOut(answers, deliver: deliver)
                     return .unanswered(answers.unanswered)
                 }
             }
@@ -191,7 +192,15 @@ extension RemoteEndpoint {
                 await deliver(.failed(id: request.id, revision: revision, reason: "the _bulk_get answer left it out"), [])
             }
         }
+        await failLeftOut(answers, deliver: deliver)
         return .done
+    }
+
+    /// Fails the revisions asked for of documents the answer named, that no answer of it covered.
+    private func failLeftOut(_ answers: RequestedAnswers, deliver: (FetchedRevision, _ knownAncestors: [RevisionID]) async -> Void) async {
+        for (id, revision) in answers.leftOut {
+            await deliver(.failed(id: id, revision: revision, reason: "the _bulk_get answer left out revision \(revision)"), [])
+        }
     }
 
     /// One `GET doc?open_revs=[...]` per document, a few at a time, each document's

@@ -1,20 +1,62 @@
 import JSON
 import Store
 
-/// What a `_bulk_get` asked for, and which documents its answer has named so
-/// far: each answer must be about a document asked for (never a `_local/` one),
-/// and a document the answer leaves out is known, so it is not passed over.
+/// What a `_bulk_get` asked for, and which documents and revisions its answer has
+/// named so far: each answer must be about a document asked for (never a `_local/`
+/// one) and a revision asked for (or, as `latest=true` allows, a leaf descending from
+/// one), and what the answer leaves out is known, so it is not passed over.
 struct RequestedAnswers {
     private let requests: [MissingRevisions]
     private let asked: Set<String>
     private let endpoint: String
     private var answered = Set<String>()
+    /// The revisions asked for that no answer has covered yet, by document.
+    private var uncovered: [String: Set<RevisionID>]
 
     /// The answers to `requests`, from `endpoint`.
     init(_ requests: [MissingRevisions], endpoint: String) {
         self.requests = requests
         self.asked = Set(requests.map(\.id))
         self.endpoint = endpoint
+        self.uncovered = Dictionary(requests.map { ($0.id, Set($0.missing)) }, uniquingKeysWith: { $0.union($1) })
+    }
+
+    /// `fetched` as the replicator may take it. A revision found must be one asked for, or a
+    /// leaf whose `_revisions` hold one: anything else (a source answering with another
+    /// revision) fails, so the revision asked for is neither taken as written nor passed over.
+    mutating func checked(_ fetched: FetchedRevision) -> FetchedRevision {
+        switch fetched {
+        case .found(let found):
+            let wanted = requests.lazy.filter { $0.id == found.id }.flatMap(\.missing)
+            let lineage = Set([found.revision] + Self.history(of: found))
+            let covers = Set(wanted.filter(lineage.contains))
+            guard !covers.isEmpty else {
+                // Counted once, against a revision asked for that nothing has covered.
+                let asked = wanted.first { uncovered[found.id]?.contains($0) == true }
+                if let asked { uncovered[found.id]?.remove(asked) }
+                return .failed(id: found.id, revision: asked ?? found.revision,
+                               reason: "the source answered revision \(found.revision), which was not asked for")
+            }
+            uncovered[found.id]?.subtract(covers)
+        case .missing(let id, let revision?), .failed(let id, let revision?, _):
+            uncovered[id]?.remove(revision)
+        case .missing(let id, nil), .failed(let id, nil, _):
+            uncovered[id] = []
+        }
+        return fetched
+    }
+
+    /// The revisions asked for of documents the answer named, that none of its answers covered.
+    var leftOut: [(id: String, revision: RevisionID)] {
+        requests.filter { answered.contains($0.id) }.flatMap { request in
+            request.missing.filter { uncovered[request.id]?.contains($0) == true }.map { (request.id, $0) }
+        }
+    }
+
+    /// A found revision's ancestors, from its `_revisions`.
+    private static func history(of revision: ReplicatedRevision) -> [RevisionID] {
+        guard let start = revision.json["_revisions"]?["start"]?.intValue, let ids = revision.json["_revisions"]?["ids"]?.arrayValue else { return [] }
+        return ids.enumerated().compactMap { offset, id in id.stringValue.flatMap { RevisionID("\(start - offset)-\($0)") } }
     }
 
     /// The document a result of the JSON answer is about.
