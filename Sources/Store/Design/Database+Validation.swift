@@ -49,10 +49,7 @@ extension Database {
             }
         }
         guard !proposals.isEmpty else { return }
-        let context = ValidationContext(
-            userContext: ["db": .string(name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
-            security: try security() ?? [:]
-        )
+        let context = ValidationContext(userContext: author.userContext(database: name), security: try security() ?? [:])
         let verdicts = await functions.validate(proposals.map(\.update), by: designs, context: context)
         for (proposal, verdict) in zip(proposals, verdicts) {
             uploads[proposal.index].refusal = verdict

@@ -101,6 +101,11 @@ public struct WriteAuthor: Sendable, Hashable {
     /// The server acting for itself (an embedding program, the agent's own writes): a server admin.
     public static let server = WriteAuthor(name: nil, roles: ["_admin"])
 
+    /// CouchDB's `userCtx` for a write to database `database`: `{"db", "name", "roles"}`.
+    public func userContext(database: String) -> JSON {
+        ["db": .string(database), "name": name.map(JSON.string) ?? .null, "roles": .array(roles.map(JSON.string))]
+    }
+
     /// Whether the author administers the database: a server admin, or named in the security
     /// object's `admins` by name or role. Such authors' design-document writes are not judged.
     func administers(under security: JSON) -> Bool {

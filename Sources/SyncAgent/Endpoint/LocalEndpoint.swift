@@ -221,21 +221,27 @@ public struct LocalEndpoint: Endpoint {
 }
 
 extension LocalEndpoint {
-    /// CouchDB's `req` for a filter function a replication runs on this node's feed: the
-    /// replication's query parameters, and the server or peer it runs for.
-    static func filterRequest(_ database: Database, query: JSON.Object, author: WriteAuthor) -> JSON {
-        [
+    /// CouchDB's `req` for a filter function on `database`'s changes: by default as a
+    /// replication this node runs asks (`GET`, its query parameters, the server or peer it
+    /// runs for); the listener gives a client's request's own method, path, headers and body.
+    static func filterRequest(_ database: Database, query: JSON.Object, author: WriteAuthor, method: String = "GET",
+                              path: [JSON]? = nil, rawPath: String? = nil, headers: JSON.Object = [:], body: JSON = "undefined",
+                              peer: String = "127.0.0.1") -> JSON {
+        let path = path ?? [.string(database.name), "_changes"]
+        return [
             "info": ["db_name": .string(database.name), "update_seq": .number(Double((try? database.lastSequence()) ?? 0))],
             "id": .null,
-            "method": "GET",
-            "path": [.string(database.name), "_changes"],
+            "method": .string(method),
+            "requested_path": .array(path),
+            "path": .array(path),
+            "raw_path": .string(rawPath ?? "/" + database.name + "/_changes"),
             "query": .object(query),
-            "headers": [:],
-            "body": "undefined",
-            "peer": "127.0.0.1",
+            "headers": .object(headers),
+            "body": body,
+            "peer": .string(peer),
             "form": [:],
             "cookie": [:],
-            "userCtx": ["db": .string(database.name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
+            "userCtx": author.userContext(database: database.name),
             "secObj": (try? database.security()) ?? nil ?? [:],
         ]
     }

@@ -110,31 +110,18 @@ struct ChangesRequest: Sendable {
         if let offered = offered { try narrow(to: offered, database: database, author: exchange.principal.author) }
     }
 
-    /// CouchDB's `req` for a filter function: the request's query, method, path, headers,
-    /// body, peer address, and who asks (`userCtx`, `secObj`).
+    /// CouchDB's `req` for a filter function: the request's query, method, path, headers
+    /// (credentials left out), body, peer address, and who asks (`userCtx`, `secObj`).
     private static func filterRequest(_ exchange: Exchange, database: Database, body: JSON.Object) -> JSON {
         var headers = JSON.Object()
         for field in exchange.request.headers where field.name != .authorization && field.name != .cookie {
             headers[field.name.canonicalName] = .string(field.value)
         }
         let segments = exchange.request.uri.path.split(separator: "/").map { JSON.string(PathEncoding.decode(String($0)) ?? String($0)) }
-        let author = exchange.principal.author
-        return [
-            "info": ["db_name": .string(database.name), "update_seq": .number(Double((try? database.lastSequence()) ?? 0))],
-            "id": .null,
-            "method": .string(exchange.request.method.rawValue),
-            "requested_path": .array(segments),
-            "path": .array(segments),
-            "raw_path": .string(exchange.request.uri.string),
-            "query": exchange.query.json,
-            "headers": .object(headers),
-            "body": body.isEmpty ? "undefined" : .string(JSON.object(body).serialized()),
-            "peer": .string(exchange.context.clientAddress),
-            "form": [:],
-            "cookie": [:],
-            "userCtx": ["db": .string(database.name), "name": author.name.map(JSON.string) ?? .null, "roles": .array(author.roles.map(JSON.string))],
-            "secObj": (try? database.security()) ?? nil ?? [:],
-        ]
+        return LocalEndpoint.filterRequest(
+            database, query: exchange.query.json.objectValue ?? [:], author: exchange.principal.author,
+            method: exchange.request.method.rawValue, path: segments, rawPath: exchange.request.uri.string, headers: headers,
+            body: body.isEmpty ? "undefined" : .string(JSON.object(body).serialized()), peer: exchange.context.clientAddress)
     }
 
     /// Narrows the feed to what this node offers the peer asking (its push filter).
