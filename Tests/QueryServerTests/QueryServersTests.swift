@@ -157,6 +157,23 @@ final class QueryServersTests: XCTestCase {
         XCTAssertEqual(answered.last, .answer([[["x", 1]]]), "the killed process's command was run again in a new process")
     }
 
+    /// A query server gone at once (here a program that reads nothing and exits) fails each
+    /// command with CouchDB's `os_process_error`; the caller, writing into its closed pipe, lives on.
+    func testAServerThatIsGoneFailsItsCommandsAndTheCallerLivesOn() async throws {
+        let servers = QueryServers(executable: "/bin/true", arguments: [], maximumProcesses: 1)
+        defer { servers.shutdown() }
+        let big = command(["map_doc", ["_id": "x", "padding": .string(String(repeating: "p", count: 100_000))]])
+        let outcomes = await servers.run(Array(repeating: big, count: 3))
+        XCTAssertEqual(outcomes.count, 3)
+        for outcome in outcomes {
+            guard case .failed(let failure) = outcome else { return XCTFail("\(outcome)") }
+            XCTAssertEqual(failure.error, "os_process_error")
+        }
+        let missing = await QueryServers(executable: "/nonexistent/syncd").run([command(["reset"])])
+        guard case .failed(let failure)? = missing.first else { return XCTFail("\(missing)") }
+        XCTAssertTrue(failure.reason.contains("cannot start a query server"), failure.reason)
+    }
+
     /// This process's children whose command is `name`.
     private static func children(named name: String) -> [pid_t] {
         let me = getpid()

@@ -34,6 +34,7 @@ final class QueryProcess: Sendable {
     /// Starts `executable` with `arguments`, its standard input and output piped here and its
     /// standard error shared with this process.
     init(executable: String, arguments: [String]) throws(QueryServerError) {
+        _ = Self.brokenPipesIgnored
         var toChild: [Int32] = [0, 0]
         var fromChild: [Int32] = [0, 0]
         guard pipe(&toChild) == 0 else { throw QueryServerError.cannotStart("pipe: \(String(cString: strerror(errno)))") }
@@ -66,6 +67,10 @@ final class QueryProcess: Sendable {
     }
 
     deinit { stop() }
+
+    /// A write to a process that has ended fails with `EPIPE` instead of ending this one
+    /// (SwiftNIO ignores `SIGPIPE` too, but only once it has made a socket).
+    private static let brokenPipesIgnored: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
     /// Whether the process has been stopped (after a failure, or by ``stop()``).
     var isStopped: Bool { state.withLock(\.stopped) }

@@ -21,7 +21,7 @@ extension Database {
     /// Judges `uploads` by the design documents' `validate_doc_update` functions, as CouchDB
     /// does before a write: each refused upload is marked with its refusal, and an upload with
     /// no id is given one first, since the functions see it. Not judged, as in CouchDB: `_local`
-    /// documents, design documents (only admins write them, and the listener sees to that),
+    /// documents, design documents (only admins and replicating peers write them: the listener sees to that),
     /// a replicated revision already stored, and an edit of a revision that is no leaf (the
     /// write is a conflict).
     func judge(_ uploads: inout [DocumentUpload], newEdits: Bool, author: WriteAuthor, by functions: any DesignFunctions) async throws(StoreError) {
@@ -96,6 +96,15 @@ extension Database {
         return .object(fields)
     }
 
+    /// How many bytes base64 `text` holds, counted without decoding it (white space aside).
+    private static func decodedLength(ofBase64 text: String) -> Int {
+        var digits = 0, padding = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "=") { padding += 1 } else if byte > 32 { digits += 1 }
+        }
+        return max(0, (digits + padding) / 4 * 3 - padding)
+    }
+
     /// The upload as validation functions see it: `_revisions` as CouchDB derives it, and
     /// attachments as stubs (what they are, not their content).
     private static func newDocument(_ fields: JSON.Object, history: [RevisionID], staged: [String: StagedAttachment]) -> JSON {
@@ -108,7 +117,7 @@ extension Database {
             for (name, entry) in attachments {
                 guard case .object(var stub) = entry else { stubs[name] = entry; continue }
                 if case .string(let data)? = stub.removeValue(forKey: "data") {
-                    stub["length"] = .number(Double(Data(base64Encoded: data, options: .ignoreUnknownCharacters)?.count ?? 0))
+                    stub["length"] = .number(Double(Self.decodedLength(ofBase64: data)))
                 } else if let content = staged[name], stub["follows"] != nil {
                     stub["length"] = stub["length"] ?? .number(Double(content.length))
                     stub["digest"] = stub["digest"] ?? .string(content.digest)
