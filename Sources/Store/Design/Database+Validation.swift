@@ -42,33 +42,54 @@ extension Database {
         guard !found.isEmpty else { return }
         let candidates = found
         let staged = uploads.map(\.staged)
-        let proposals: [(index: Int, update: ProposedUpdate)] = try read { db in
-            try candidates.compactMap { candidate in
-                try Self.proposal(candidate.json, id: candidate.id, newEdits: newEdits, staged: staged[candidate.index], in: db)
-                    .map { (candidate.index, $0) }
-            }
-        }
-        guard !proposals.isEmpty else { return }
         let context = ValidationContext(userContext: author.userContext(database: name), security: try security() ?? [:])
-        let verdicts = await functions.validate(proposals.map(\.update), by: designs, context: context)
-        for (proposal, verdict) in zip(proposals, verdicts) {
-            uploads[proposal.index].refusal = verdict
+        // In rounds of at most `judgedBytes` of old documents read: a batch of edits of large
+        // documents is judged without holding every one of them at once.
+        var next = 0
+        while next < candidates.count {
+            let first = next
+            let (proposals, end): ([(index: Int, update: ProposedUpdate)], Int) = try read { db in
+                var made: [(index: Int, update: ProposedUpdate)] = []
+                var bytes = 0
+                var index = first
+                while index < candidates.count, bytes < Self.judgedBytes {
+                    let candidate = candidates[index]
+                    index += 1
+                    guard let (update, size) = try Self.proposal(candidate.json, id: candidate.id, newEdits: newEdits,
+                                                                 staged: staged[candidate.index], in: db) else { continue }
+                    made.append((candidate.index, update))
+                    bytes += size
+                }
+                return (made, index)
+            }
+            next = end
+            guard !proposals.isEmpty else { continue }
+            let verdicts = await functions.validate(proposals.map(\.update), by: designs, context: context)
+            for (proposal, verdict) in zip(proposals, verdicts) {
+                uploads[proposal.index].refusal = verdict
+            }
         }
     }
 
-    /// CouchDB's `newDoc` and `oldDoc` for one upload, or `nil` when it is not judged.
+    /// How many bytes of stored documents one round of judging reads (see ``judge(_:newEdits:author:by:)``).
+    static let judgedBytes = 16 << 20
+
+    /// CouchDB's `newDoc` and `oldDoc` for one upload, with the size of the stored body read
+    /// for `oldDoc`; `nil` when it is not judged.
     private static func proposal(
         _ fields: JSON.Object, id: String, newEdits: Bool, staged: [String: StagedAttachment], in db: Connection
-    ) throws -> ProposedUpdate? {
+    ) throws -> (ProposedUpdate, Int)? {
         let revision = fields["_rev"]?.stringValue.flatMap(RevisionID.init)
         let row = try DocumentRow.load(id: id, from: db)
         var history: [RevisionID] = []
         var old: DocumentRevision?
+        var oldSize = 0
         if newEdits {
             if let revision {
                 // An edit of what is not a leaf is a conflict, refused without judging.
                 guard let row, let leaf = row.tree.leaves.first(where: { $0.revision == revision }) else { return nil }
                 old = try row.revision(at: leaf, in: db)
+                oldSize = leaf.body?.count ?? 0
                 history = [revision]
             }
         } else {
@@ -79,10 +100,11 @@ extension Database {
             for ancestor in history.dropFirst() {
                 guard let row, let node = row.tree.node(ancestor), let found = try row.revision(at: node, in: db) else { continue }
                 old = found
+                oldSize = node.body?.count ?? 0
                 break
             }
         }
-        return ProposedUpdate(newDocument: newDocument(fields, history: history, staged: staged), oldDocument: old.map(oldDocument))
+        return (ProposedUpdate(newDocument: newDocument(fields, history: history, staged: staged), oldDocument: old.map(oldDocument)), oldSize)
     }
 
     /// A stored revision as validation functions see it: CouchDB's JSON with `_revisions`,
