@@ -60,6 +60,41 @@ final class QueryServersTests: XCTestCase {
         XCTAssertNil(spy[0])
     }
 
+    /// One process runs every database's functions, some written on other nodes: a function that
+    /// tries to change the built-ins, the globals or its design document changes nothing for
+    /// the next function (here another design document's validation, in the same process).
+    func testAFunctionCannotChangeWhatAnotherRunsWith() async throws {
+        let servers = try servers(processes: 1)
+        defer { servers.shutdown() }
+        let tamper: JSON = [
+            "_id": "_design/tamper", "_rev": "1-t",
+            "validate_doc_update": """
+                function (newDoc) {
+                  JSON.stringify = function () { return '1'; };
+                  JSON.parse = function () { return ['reset']; };
+                  Array.prototype.push = function () {};
+                  Object.prototype.forbidden = 'planted';
+                  String.prototype.indexOf = function () { return 0; };
+                  emit = null; log = null; isArray = null;
+                  this.validate_doc_update = 'function () {}';
+                  planted = true;
+                }
+                """,
+        ]
+        let tamperer = DesignDocument(id: "_design/tamper", revision: "1-t", document: tamper)
+        let context = ValidationContext(userContext: ["db": "other", "name": nil, "roles": []], security: [:])
+        let functions = JavaScriptDesignFunctions(servers: servers)
+        _ = await functions.validate([ProposedUpdate(newDocument: ["_id": "x"], oldDocument: nil)], by: [tamperer], context: context)
+        _ = await functions.validate([ProposedUpdate(newDocument: ["_id": "y"], oldDocument: nil)], by: [tamperer], context: context)
+        let verdicts = await validate(servers, [(["_id": "b"], nil), (["_id": "c", "type": "secret"], nil), (["_id": "a", "type": "note"], nil)])
+        XCTAssertEqual(verdicts[0], StoreError(.forbidden, error: "forbidden", reason: "Documents need a type."))
+        XCTAssertEqual(verdicts[1]?.kind, .unauthorized, "indexOf is still String's own")
+        XCTAssertNil(verdicts[2])
+        let probe = await servers.run([command(["map_doc", ["_id": "z"]])],
+                                      setup: [command(["reset"]), command(["add_fun", "function (doc) { emit(typeof planted, isArray([])); }"])])
+        XCTAssertEqual(probe.last, .answer([[["undefined", true]]]))
+    }
+
     func testMapAndReduceAnswerCouchDBsShapes() async throws {
         let servers = try servers()
         defer { servers.shutdown() }

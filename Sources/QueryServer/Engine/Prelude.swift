@@ -6,6 +6,11 @@
 ///
 /// The prelude answers every command, errors included; `__syncd_answer(line)` returns the answer
 /// line, preceded by the `["log", message]` lines the command's functions logged.
+///
+/// One process runs the functions of every database's design documents, some of them written
+/// on other nodes: once the prelude is set up, the global object, the built-in constructors and
+/// their prototypes are frozen, and so is each design document, so no function can change what
+/// another one (or the prelude) runs with.
 enum Prelude {
     static let source = #"""
     (function (global) {
@@ -192,7 +197,7 @@ enum Prelude {
         rereduce: function (command) { return reduceWith(command[1], null, command[2], true); },
         ddoc: function (command) {
           if (command[1] === 'new') {
-            designDocuments[command[2]] = { ddoc: command[3], functions: {}, modules: {}, viewModules: {} };
+            designDocuments[command[2]] = { ddoc: freeze(command[3]), functions: {}, modules: {}, viewModules: {} };
             return true;
           }
           var path = command[2];
@@ -225,6 +230,20 @@ enum Prelude {
         logged.push(answer);
         return logged.join('\n');
       };
+
+      // Nothing a function does outlives it for another: built-ins and globals are fixed.
+      var builtins = [Object, Function, Array, String, Number, Boolean, Date, RegExp, Error, EvalError, RangeError,
+                      ReferenceError, SyntaxError, TypeError, URIError, JSON, Math];
+      for (var name in { Proxy: 1, Reflect: 1, ArrayBuffer: 1, DataView: 1, Uint8Array: 1, Int8Array: 1, Uint8ClampedArray: 1,
+                         Uint16Array: 1, Int16Array: 1, Uint32Array: 1, Int32Array: 1, Float32Array: 1, Float64Array: 1,
+                         Symbol: 1, TextEncoder: 1, TextDecoder: 1, Buffer: 1 }) {
+        if (typeof global[name] !== 'undefined') builtins.push(global[name]);
+      }
+      for (var i = 0; i < builtins.length; i++) {
+        Object.freeze(builtins[i]);
+        if (builtins[i].prototype) Object.freeze(builtins[i].prototype);
+      }
+      Object.freeze(global);
     })(this);
     """#
 }
