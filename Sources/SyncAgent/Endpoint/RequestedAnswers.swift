@@ -10,6 +10,8 @@ struct RequestedAnswers {
     private let asked: Set<String>
     private let endpoint: String
     private var answered = Set<String>()
+    /// The revisions asked for, by document.
+    private let wanted: [String: [RevisionID]]
     /// The revisions asked for that no answer has covered yet, by document.
     private var uncovered: [String: Set<RevisionID>]
 
@@ -18,7 +20,8 @@ struct RequestedAnswers {
         self.requests = requests
         self.asked = Set(requests.map(\.id))
         self.endpoint = endpoint
-        self.uncovered = Dictionary(requests.map { ($0.id, Set($0.missing)) }, uniquingKeysWith: { $0.union($1) })
+        self.wanted = Dictionary(requests.map { ($0.id, $0.missing) }, uniquingKeysWith: +)
+        self.uncovered = wanted.mapValues(Set.init)
     }
 
     /// `fetched` as the replicator may take it. A revision found must be one asked for, or a
@@ -27,9 +30,9 @@ struct RequestedAnswers {
     mutating func checked(_ fetched: FetchedRevision) -> FetchedRevision {
         switch fetched {
         case .found(let found):
-            let wanted = requests.lazy.filter { $0.id == found.id }.flatMap(\.missing)
-            let lineage = Set([found.revision] + Self.history(of: found))
-            let covers = Set(wanted.filter(lineage.contains))
+            let wanted = self.wanted[found.id] ?? []
+            // The revision asked for itself, the usual answer, needs no look at its history.
+            let covers = wanted.contains(found.revision) ? [found.revision] : Set(wanted).intersection(Self.history(of: found))
             guard !covers.isEmpty else {
                 // Counted once, against a revision asked for that nothing has covered.
                 let asked = wanted.first { uncovered[found.id]?.contains($0) == true }
