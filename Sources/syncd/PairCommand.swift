@@ -83,9 +83,9 @@ struct PairCommand: AsyncParsableCommand {
                 let count = try await access.control.cancelInvitations(handle: nil)
                 print("cancelled \(count) invitation\(count == 1 ? "" : "s")")
             } else if let image {
-                try await join(try QRImage.decode(path: image), access.control)
+                try await join(try QRImage.decode(path: image), access)
             } else if let url {
-                try await join(url, access.control)
+                try await join(url, access)
             } else if case .claimed(let node) = access {
                 try await serving(node) { try await invite(node) }
             } else {
@@ -96,9 +96,12 @@ struct PairCommand: AsyncParsableCommand {
 
     // MARK: Joining
 
-    private func join(_ url: String, _ node: any NodeControl) async throws {
-        let peer = try await node.join(url, port: port, introduce: !noIntroduce)
+    private func join(_ url: String, _ access: NodeAccess) async throws {
+        let peer = try await access.control.join(url, port: port, introduce: !noIntroduce)
         print("paired with \(peer.name) (\(peer.id)), sharing \(peer.databases.joined(separator: ", "))")
+        if let given = peer.calledItself { print("another peer here is named \(given): this one is known here as \(peer.name)") }
+        if let name = peer.knownAs { print("another peer there had this node's name: \(peer.name) knows this node as \(name)") }
+        if case .claimed = access { print("no agent runs here: start one (syncd agent, or systemctl start syncd) to sync") }
     }
 
     // MARK: Inviting
@@ -166,6 +169,7 @@ struct PairCommand: AsyncParsableCommand {
         case .spent(let uuid):
             let peer = try await node.peers().first { $0.uuid == uuid }
             print("paired with \(peer?.name ?? uuid) (\(peer.map { $0.id.description } ?? uuid))")
+            if let peer, let given = peer.calledItself { print("another peer here is named \(given): this one is known here as \(peer.name)") }
         case .expired:
             throw NodeControlError.invalid("the invitation expired; nobody joined")
         case .cancelled, .open:
@@ -187,7 +191,7 @@ enum QRImage {
     static func decode(path: String) throws -> String {
         let texts = try QRCode.decode(imageAt: path)
         guard let text = texts.first(where: { $0.lowercased().hasPrefix("https://") }) ?? texts.first else {
-            throw ValidationError("no QR code found in \(path)")
+            throw NodeControlError.invalid("no QR code found in \(path)")
         }
         return text
     }

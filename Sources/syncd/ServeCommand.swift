@@ -59,6 +59,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("request-head-timeout"), help: "Seconds a connection then has to send its first request head.")
     var requestHeadTimeout = Int(ListenerLimits().requestHeadTimeout.components.seconds)
 
+    @Option(name: .customLong("request-body-timeout"), help: "Seconds a request body may send nothing before it gets 408.")
+    var requestBodyTimeout = Int(ListenerLimits().requestBodyTimeout.components.seconds)
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no request in flight stays open.")
     var idleTimeout = Int(ListenerLimits().idleTimeout.components.seconds)
 
@@ -72,7 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard maximumConnections > 0, maximumConnectionsPerClient > 0, maximumPendingConnections > 0 else {
             throw ValidationError("connection limits must be positive")
         }
-        guard handshakeTimeout > 0, requestHeadTimeout > 0, idleTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+        guard handshakeTimeout > 0, requestHeadTimeout > 0, requestBodyTimeout > 0, idleTimeout > 0 else { throw ValidationError("timeouts must be positive") }
         guard maximumRequestSize > 0, maximumAttachmentSize > 0, maximumDocumentSize > 0 else {
             throw ValidationError("size limits must be positive")
         }
@@ -92,6 +95,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.limits.maximumPendingConnections = maximumPendingConnections
         configuration.limits.handshakeTimeout = .seconds(handshakeTimeout)
         configuration.limits.requestHeadTimeout = .seconds(requestHeadTimeout)
+        configuration.limits.requestBodyTimeout = .seconds(requestBodyTimeout)
         configuration.limits.idleTimeout = .seconds(idleTimeout)
         configuration.databaseIdleTime = .seconds(databaseIdleTime)
         let node = try Node(directory: data.path, maximumDocumentSize: maximumDocumentSize, logger: logger)

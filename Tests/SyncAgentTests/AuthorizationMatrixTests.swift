@@ -122,4 +122,43 @@ final class AuthorizationMatrixTests: XCTestCase {
         XCTAssertEqual(overwriteByC.status, 404)
         XCTAssertEqual(try a.catalog.database("shared").localDocument(id: "_local/checkpoint").json["seq"], 5)
     }
+
+    /// A peer's local documents are few and small (its checkpoints); anyone's are held to
+    /// `max_document_size`. Beyond, 413 with CouchDB's body, and nothing written.
+    func testLocalDocumentsAreBoundedInSizeAndAPeersInNumber() async throws {
+        let a = try await startListener { $0.tls = true; $0.maximumRequestSize = 4 << 20 }
+        let b = try await startListener { $0.tls = true }
+        _ = try await b.join(try a.invite(["shared"]))
+        let asB = try PeerClient(to: a, as: b.listener.node.identity)
+        addTeardownBlock { await asB.shutdown() }
+        let url = a.anonymousURL + "/shared/_local/"
+
+        let big = try await HTTP.json(.PUT, url + "big", ["pad": .string(String(repeating: "x", count: 70_000))], client: asB.client)
+        XCTAssertEqual(big.status, 413, "\(big.json)")
+        XCTAssertEqual(big.json["error"], "document_too_large")
+        for index in 0..<100 {
+            let put = try await HTTP.json(.PUT, url + "c\(index)", ["seq": .number(Double(index))], client: asB.client)
+            XCTAssertEqual(put.status, 201, "\(put.json)")
+        }
+        let more = try await HTTP.json(.PUT, url + "c100", ["seq": 1], client: asB.client)
+        XCTAssertEqual(more.status, 413, "\(more.json)")
+        XCTAssertNotNil(more.json["reason"]?.stringValue)
+        // Its own, replaced, are not more of them; a user's do not count against it.
+        try await assertEqual(try await HTTP.json(.PUT, url + "c0", ["seq": 7, "_rev": "0-1"], client: asB.client).status, 201)
+        try await a.catalog.database("shared").putLocal(id: "_local/mine", .object(["pad": .string(String(repeating: "x", count: 70_000))]))
+        try await assertEqual(try await HTTP.json(.PUT, url + "c100", ["seq": 1], client: asB.client).status, 413)
+
+        // Anyone's local document is held to max_document_size (8 MB by default, as CouchDB's).
+        let database = try a.catalog.database("shared")
+        let huge = JSON.object(["pad": .string(String(repeating: "x", count: database.maximumDocumentSize + 1))])
+        do {
+            try await database.putLocal(id: "_local/huge", huge)
+            XCTFail("a local document over max_document_size is refused")
+        } catch {
+            XCTAssertEqual(error.error, "document_too_large")
+        }
+        XCTAssertThrowsError(try database.localDocument(id: "_local/huge")) { XCTAssertEqual(($0 as? StoreError)?.error, "not_found") }
+        XCTAssertThrowsError(try database.localDocument(id: "_local/c100")) { XCTAssertEqual(($0 as? StoreError)?.error, "not_found") }
+        XCTAssertThrowsError(try database.localDocument(id: "_local/big")) { XCTAssertEqual(($0 as? StoreError)?.error, "not_found") }
+    }
 }

@@ -34,6 +34,38 @@ final class ListenerDeadlineTests: XCTestCase {
         XCTAssertTrue(metrics.contains(#"syncd_listener_connections_cut_total{reason="request_head_timeout"}"#), metrics)
     }
 
+    /// A body that stops coming gets 408 and its connection is closed; one that comes
+    /// slowly but keeps coming is served, however long it takes.
+    func testARequestBodyThatStallsGets408AndOneThatTricklesIsServed() async throws {
+        SyncdMetrics.bootstrap()
+        let server = try await startListener { $0.limits.requestBodyTimeout = .seconds(1) }
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        let admin = Data("\(TestListener.adminName):\(TestListener.adminPassword)".utf8).base64EncodedString()
+        let body = Array(#"{"docs":[{"_id":"slow"}]}"#.utf8)
+        let head = "POST /db/_bulk_docs HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \(admin)\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+
+        let stalled = try RawHTTPConnection(url: server.url)
+        defer { stalled.close() }
+        try stalled.write(Array(head.utf8) + body.prefix(5))
+        XCTAssertTrue(stalled.closed(within: .seconds(4)), "a stalled body is cut")
+        XCTAssertTrue(stalled.text.hasPrefix("HTTP/1.1 408"), stalled.text)
+        XCTAssertTrue(stalled.text.contains(#""error":"request_timeout""#), stalled.text)
+
+        // A byte every 0.4 s: 2.5 timeouts' worth in all, never one without a byte.
+        let trickle = try RawHTTPConnection(url: server.url)
+        defer { trickle.close() }
+        try trickle.write(Array(head.utf8) + body.prefix(body.count - 6))
+        for byte in body.suffix(6) {
+            try await Task.sleep(for: .milliseconds(400))
+            try trickle.write([byte])
+        }
+        XCTAssertTrue(trickle.read(until: { $0.contains("}]") }), trickle.text)
+        XCTAssertTrue(trickle.text.hasPrefix("HTTP/1.1 201"), trickle.text)
+        let metrics = try await HTTP.request(.GET, server.url + "/_node/_local/_prometheus").text
+        XCTAssertTrue(metrics.contains(#"syncd_listener_connections_cut_total{reason="request_body_timeout"}"#), metrics)
+    }
+
     func testTLSConnectionsThatStallBeforeTheirRequestAreClosedAfterTheDeadlines() async throws {
         let server = try await startListener {
             $0.tls = true

@@ -29,7 +29,8 @@ final class PairCommandTests: XCTestCase {
         XCTAssertEqual(join.status, 0, join.error)
         let aID = try XCTUnwrap(Self.field("ID", in: try SyncdCommand.run(["id", "--data", a]).output))
         let bID = try XCTUnwrap(Self.field("ID", in: try SyncdCommand.run(["id", "--data", b]).output))
-        XCTAssertEqual(join.output, "paired with alpha (\(aID)), sharing notes\n")
+        // No agent runs on B: the command says that syncing needs one.
+        XCTAssertEqual(join.output, "paired with alpha (\(aID)), sharing notes\nno agent runs here: start one (syncd agent, or systemctl start syncd) to sync\n")
         let firstStatus = await first.run.finish()
         XCTAssertEqual(firstStatus, 0, first.run.errors)
         XCTAssertTrue(first.run.output.hasSuffix("paired with bravo (\(bID))\n"), first.run.output)

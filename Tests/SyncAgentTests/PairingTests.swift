@@ -48,6 +48,31 @@ final class PairingTests: XCTestCase {
         }
     }
 
+    /// Two joiners with one name are told apart: the second is recorded as `laptop-2`, and told so.
+    func testAJoinerWhoseNameIsTakenIsRecordedWithASuffixAndToldSo() async throws {
+        let a = try await startListener { $0.tls = true }
+        let b = try await startListener { $0.tls = true }
+        let c = try await startListener { $0.tls = true }
+        let first = try await b.join(try a.invite(["notes"]), name: "laptop")
+        XCTAssertNil(first.knownAs)
+        let second = try await c.join(try a.invite(["notes"]), name: "laptop")
+        XCTAssertEqual(second.knownAs, "laptop-2")
+        XCTAssertNil(second.calledItself)
+
+        let onA = try a.listener.node.peers.all().sorted { $0.name < $1.name }
+        XCTAssertEqual(onA.map(\.name), ["laptop", "laptop-2"])
+        XCTAssertEqual(onA.map(\.id), [b.listener.node.identity.id, c.listener.node.identity.id])
+        XCTAssertEqual(onA.map(\.calledItself), [nil, "laptop"])
+        XCTAssertEqual(try a.listener.node.peers.find("laptop").map(\.id), [b.listener.node.identity.id], "one peer per name")
+
+        // Paired again, C keeps its name here; a third gets the next one.
+        let again = try await c.join(try a.invite(["notes"]), name: "laptop")
+        XCTAssertEqual(again.knownAs, "laptop-2")
+        let d = try await startListener { $0.tls = true }
+        try await assertEqual(try await d.join(try a.invite(["notes"]), name: "laptop").knownAs, "laptop-3")
+        XCTAssertEqual(Set(try a.listener.node.peers.all().map(\.name)), ["laptop", "laptop-2", "laptop-3"])
+    }
+
     func testWrongExpiredCancelledAndGuessedSecretsAreRefusedAndRecordNothing() async throws {
         let clock = ManualClock()  // A's time, for its invitations
         let a = try await startListener(clock: clock) { $0.tls = true }

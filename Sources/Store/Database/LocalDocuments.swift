@@ -18,17 +18,24 @@ public struct LocalDocument: Sendable, Hashable {
 
 /// Who may replace a local document: when one exists, its member `key` must be the string
 /// `value`, or it counts as missing. Checked in the write's own transaction, so no other
-/// write can come between the check and the change.
+/// write can come between the check and the change. The writer's documents are also held
+/// to a size and a number (413 beyond): a writer that replicates needs a few small checkpoints.
 public struct LocalDocumentClaim: Sendable, Hashable {
     /// The member naming the document's writer.
     public var key: String
     /// The writer it must name.
     public var value: String
+    /// The largest body, in bytes, of one of the writer's documents.
+    public var maximumSize: Int
+    /// The most documents the writer may hold in the database.
+    public var maximumCount: Int
 
-    /// A claim that member `key` is `value`.
-    public init(key: String, value: String) {
+    /// A claim that member `key` is `value`; by default 64 KiB a document and 100 documents.
+    public init(key: String, value: String, maximumSize: Int = 64 << 10, maximumCount: Int = 100) {
         self.key = key
         self.value = value
+        self.maximumSize = maximumSize
+        self.maximumCount = maximumCount
     }
 }
 
@@ -53,6 +60,14 @@ enum LocalDocuments {
             try delete.run()
             return RevisionID(generation: 0, digest: "0")
         }
+        if let claim {
+            guard document.bodyText.count <= claim.maximumSize else {
+                throw StoreError.tooLarge("A local document of this writer is at most \(claim.maximumSize) bytes.")
+            }
+            if current == nil, try count(of: claim, in: db) >= claim.maximumCount {
+                throw StoreError.tooLarge("This writer holds \(claim.maximumCount) local documents here, the most it may.")
+            }
+        }
         let next = (current ?? 0) + 1
         let upsert = try db.statement("INSERT OR REPLACE INTO local_docs(id, rev, body) VALUES (?, ?, ?)")
         upsert.bind(id, at: 1)
@@ -60,6 +75,17 @@ enum LocalDocuments {
         upsert.bind(document.bodyText, at: 3)
         try upsert.run()
         return RevisionID(generation: 0, digest: String(next))
+    }
+
+    /// How many local documents `claim`'s writer holds: those whose text holds its value, read to be sure.
+    private static func count(of claim: LocalDocumentClaim, in db: Connection) throws -> Int {
+        let select = try db.statement("SELECT body FROM local_docs WHERE instr(CAST(body AS TEXT), ?) > 0")
+        select.bind(claim.value, at: 1)
+        var count = 0
+        while try select.step() {
+            if try JSON(parsing: select.blob(0))[claim.key]?.stringValue == claim.value { count += 1 }
+        }
+        return count
     }
 }
 
@@ -91,6 +117,8 @@ extension Database {
         for key in object.keys where key.hasPrefix("_") { object[key] = nil }
         let document = ParsedDocument(id: id, revision: revision, history: [], deleted: deleted,
                                       bodyText: JSON.object(object).serializedBytes(), attachments: [])
+        // `max_document_size`, as for any document.
+        if document.bodyText.count > options.maximumDocumentSize { throw .documentTooLarge(id: id) }
         return try await write { context in try LocalDocuments.put(document, claim: claim, in: context.connection) }
     }
 

@@ -92,7 +92,7 @@ extension AgentConfiguration {
             if let size = try node.count("max_document_size") { maximumDocumentSize = size }
         }
         if let listener = try file.table("listener") {
-            try listener.only(["host", "port", "handshake_timeout", "request_head_timeout", "idle_timeout", "max_connections",
+            try listener.only(["host", "port", "handshake_timeout", "request_head_timeout", "request_body_timeout", "idle_timeout", "max_connections",
                                "max_connections_per_client", "max_pending_connections", "max_feeds_per_client",
                                "max_request_size", "max_attachment_size"])
             if let host = try listener.string("host") { listenHost = host }
@@ -102,6 +102,7 @@ extension AgentConfiguration {
             }
             if let timeout = try listener.seconds("handshake_timeout") { listenerLimits.handshakeTimeout = timeout }
             if let timeout = try listener.seconds("request_head_timeout") { listenerLimits.requestHeadTimeout = timeout }
+            if let timeout = try listener.seconds("request_body_timeout") { listenerLimits.requestBodyTimeout = timeout }
             if let timeout = try listener.seconds("idle_timeout") { listenerLimits.idleTimeout = timeout }
             if let count = try listener.count("max_connections") { listenerLimits.maximumConnections = count }
             if let count = try listener.count("max_connections_per_client") { listenerLimits.maximumConnectionsPerClient = count }

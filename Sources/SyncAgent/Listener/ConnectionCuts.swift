@@ -12,6 +12,8 @@ final class ConnectionCuts: Sendable {
         case handshakeTimeout = "handshake_timeout"
         /// Its first request head was not complete within the request head timeout.
         case requestHeadTimeout = "request_head_timeout"
+        /// A read waited longer than the request body timeout for more of a request's body (408).
+        case requestBodyTimeout = "request_body_timeout"
         /// It had sent no request and a newer connection needed its pending slot.
         case pendingFull = "pending_full"
         /// No request on it had proved a user, and a newer connection needed its slot.

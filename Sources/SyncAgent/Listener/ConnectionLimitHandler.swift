@@ -18,6 +18,7 @@ struct ConnectionLimits: Sendable {
     let peers: PeerStore
     let handshakeTimeout: TimeAmount
     let requestHeadTimeout: TimeAmount
+    let requestBodyTimeout: TimeAmount
     let cuts: ConnectionCuts
 }
 
@@ -30,9 +31,15 @@ struct ConnectionLimits: Sendable {
 /// connection when that pool is full. When every connection there is a user's, it
 /// gets CouchDB's error (503 when the listener is full, 429 when its address is)
 /// and is closed.
-final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// While a request's body is being received, the connection must send some of it
+/// within the request body timeout of each read that waits for it; beyond, it gets
+/// 408 (or, once an answer has begun, nothing more) and is closed. Time the
+/// handler spends not reading (a writer busy with what came) is not counted.
+final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
     private let limits: ConnectionLimits
@@ -41,6 +48,11 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     private var deadline: Scheduled<Void>?
     private var refusal: CouchError?
     private var answered = false
+    /// A request head came whose body has not ended.
+    private var receivingBody = false
+    /// The answer to the request in flight has begun.
+    private var answering = false
+    private var bodyDeadline: Scheduled<Void>?
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -57,6 +69,7 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
+        bodyDeadline?.cancel()
         limits.pending.remove(context.channel)
         limits.slots.remove(context.channel)
         context.fireChannelInactive()
@@ -70,6 +83,13 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        bodyDeadline?.cancel()
+        bodyDeadline = nil
+        switch unwrapInboundIn(data) {
+        case .head: receivingBody = true; answering = false
+        case .body: break
+        case .end: receivingBody = false
+        }
         if !requested, case .head = unwrapInboundIn(data) {
             requested = true
             deadline?.cancel()
@@ -79,16 +99,41 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
         guard let refusal else { return context.fireChannelRead(data) }
         guard !answered, case .head = unwrapInboundIn(data) else { return }
         answered = true
-        var body = refusal.body.serializedBytes()
+        respond(context, refusal)
+    }
+
+    /// Answers `error` with CouchDB's body and closes the connection.
+    private func respond(_ context: ChannelHandlerContext, _ error: CouchError) {
+        var body = error.body.serializedBytes()
         body.append(0x0A)
-        var fields = refusal.headers
+        var fields = error.headers
         fields[.contentType] = "application/json"
         fields[.contentLength] = String(body.count)
         fields[.connection] = "close"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: refusal.status, headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: error.status, headerFields: fields))), promise: nil)
         context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if receivingBody, bodyDeadline == nil {
+            let channel = context.channel, limits = limits
+            bodyDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: limits.requestBodyTimeout) { [self] in
+                limits.cuts.cut(.requestBodyTimeout)
+                receivingBody = false
+                guard !answering, channel.isActive else { return ConnectionPool.abort(channel) }
+                answering = true
+                respond(context, CouchError(.requestTimeout, "request_timeout",
+                                            "The request body stalled: nothing came for \(limits.requestBodyTimeout.nanoseconds / 1_000_000_000) s."))
+            }
+        }
+        context.read()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .head = unwrapOutboundIn(data) { answering = true }
+        context.write(data, promise: promise)
     }
 
     private func start(_ context: ChannelHandlerContext) {

@@ -115,7 +115,8 @@ public final class Listener: Sendable {
         let responder = ListenerResponder(listener: self)
         let limits = ConnectionLimits(pending: pendingConnections, slots: connectionSlots, peers: node.peers,
                                       handshakeTimeout: TimeAmount(configuration.limits.handshakeTimeout),
-                                      requestHeadTimeout: TimeAmount(configuration.limits.requestHeadTimeout), cuts: connectionCuts)
+                                      requestHeadTimeout: TimeAmount(configuration.limits.requestHeadTimeout),
+                                      requestBodyTimeout: TimeAmount(configuration.limits.requestBodyTimeout), cuts: connectionCuts)
         let http1 = HTTPServerBuilder.http1(configuration: .init(
             additionalChannelHandlers: [ConnectionLimitHandler(limits: limits)], idleTimeout: TimeAmount(configuration.limits.idleTimeout)))
         let server: HTTPServerBuilder

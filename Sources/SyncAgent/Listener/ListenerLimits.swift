@@ -9,6 +9,9 @@ public struct ListenerLimits: Sendable, Equatable {
     /// How long a connection has, once its handshake is done (over plain HTTP, once
     /// it is open), to send its first complete request head; it is closed beyond.
     public var requestHeadTimeout: Duration = .seconds(5)
+    /// How long a request's body may send nothing while the listener waits for
+    /// more of it; the request then gets 408 and the connection is closed.
+    public var requestBodyTimeout: Duration = .seconds(30)
     /// The most connections open at once that have not sent a request yet; one
     /// more closes the oldest of them from the most crowded address rather than
     /// being refused. Below what a flood holds, every new connection closes one
@@ -27,7 +30,7 @@ public struct ListenerLimits: Sendable, Equatable {
     /// client address may hold open at once (429 beyond).
     public var maximumFeedsPerClient = 50
 
-    /// The defaults: 5 s for the handshake, 5 s for the first request head, 90 s idle,
+    /// The defaults: 5 s for the handshake, 5 s for the first request head, 30 s of a stalled body, 90 s idle,
     /// 1,024 pending connections, 1,000 of clients other than peers (100 per address), 50 feeds per address.
     public init() {}
 }

@@ -15,7 +15,7 @@ import struct Prometheus.PrometheusMetricsFactory
 /// | `syncd_replications{state}` (active, idle, offline, stopped) | gauge | ``ActiveTasks`` |
 /// | `syncd_peers_online` | gauge | ``peersOnline(_:)`` (the agent) |
 /// | `http_server_request_duration{http_route,http_request_method,http_response_status_code}`, `hb_requests` | histogram, counter | the listener (Hummingbird's `MetricsMiddleware`) |
-/// | `syncd_listener_connections_cut_total{reason}` (handshake_timeout, request_head_timeout, pending_full, connections_full) | counter | the listener (`ConnectionCuts`) |
+/// | `syncd_listener_connections_cut_total{reason}` (handshake_timeout, request_head_timeout, request_body_timeout, pending_full, stranger_displaced, connections_full) | counter | the listener (`ConnectionCuts`) |
 /// | `syncd_store_commit_duration` | histogram (seconds) | ``storeCommitObserver`` (the store's group commits) |
 public enum SyncdMetrics {
     /// Where the metrics are kept and exported from.

@@ -37,7 +37,7 @@ public struct PairingClient: Sendable {
         self.introduce = introduce
     }
 
-    /// Joins the node of `invitation`; returns it as recorded.
+    /// Joins the node of `invitation`; returns it as recorded (its name made unique here, and the name it knows this node by).
     public func join(_ invitation: InvitationURL) async throws(PairingError) -> PairedPeer {
         guard invitation.id != identity.id else { throw .invalidURL("the URL is this node's own invitation") }
         let certificate: NIOSSLCertificate
@@ -67,19 +67,19 @@ public struct PairingClient: Sendable {
         guard answer["uuid"]?.stringValue == uuid, !databases.isEmpty else {
             throw .internal("the inviting node's answer does not match its invitation")
         }
-        let peer = PairedPeer(uuid: uuid, id: invitation.id,
+        var peer = PairedPeer(uuid: uuid, id: invitation.id,
                               name: CouchResponder.peerName(answer["name"]?.stringValue) ?? "node " + invitation.id.short,
                               addresses: [HostPort.join(invitation.host, invitation.port)], databases: databases,
                               // Private if either side asked: an inviting node that says nothing introduces.
                               introduce: introduce && answer["introduce"]?.boolValue != false)
+        peer.knownAs = CouchResponder.peerName(answer["known_as"]?.stringValue)
         do {
-            try peers.add(peer)
+            return try peers.add(peer)
         } catch let error as PairingError {
             throw error
         } catch {
             throw .internal("the pairing was accepted but cannot be recorded here: \(error)")
         }
-        return peer
     }
 
     /// `POST /_pair` with the secret; the answer's JSON.

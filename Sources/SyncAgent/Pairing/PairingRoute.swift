@@ -10,7 +10,8 @@ import Store
 ///
 /// Body: `{"secret": "…", "name": "laptop", "port": 5984, "introduce": true}` (all but the secret optional).
 /// Answer: `{"ok": true, "uuid": "…", "id": "…", "name": "…", "databases": ["notes"], "introduce": true}`;
-/// `introduce` is false when either side asked for a private pair (`--no-introduce`).
+/// `introduce` is false when either side asked for a private pair (`--no-introduce`); `known_as`
+/// is there when another peer had the joiner's name, with the name it is recorded by instead.
 extension CouchResponder {
     func pair(_ exchange: inout Exchange) async throws -> Response {
         let address = exchange.context.clientAddress
@@ -53,9 +54,10 @@ extension CouchResponder {
         let peer = PairedPeer(uuid: uuid, id: client.id, name: name,
                               addresses: port.map { [HostPort.join(address, $0)] } ?? [], databases: invitation.databases,
                               introduce: introduce)
+        let recorded: PairedPeer
         do {
             for database in invitation.databases { _ = try catalog.openOrCreate(database) }
-            try listener.node.peers.add(peer)
+            recorded = try listener.node.peers.add(peer)
         } catch {
             // Nothing was paired: the invitation stays usable.
             do {
@@ -68,15 +70,18 @@ extension CouchResponder {
             }
             throw error
         }
-        listener.logger.notice("paired with \(name) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
-        return Self.json([
+        let taken = recorded.calledItself.map { " (another peer is named \($0))" } ?? ""
+        listener.logger.notice("paired with \(recorded.name)\(taken) (\(client.id)) from \(address), sharing \(invitation.databases.joined(separator: ", "))")
+        var answer: JSON.Object = [
             "ok": true,
             "uuid": .string(listener.node.identity.uuid),
             "id": .string(listener.node.identity.id.description),
             "name": .string(listener.node.name),
             "databases": .array(invitation.databases.map { .string($0) }),
             "introduce": .bool(introduce),
-        ])
+        ]
+        if recorded.calledItself != nil { answer["known_as"] = .string(recorded.name) }
+        return Self.json(.object(answer))
     }
 
     /// A name a peer gave itself, cut to 64 characters without control characters; `nil` if empty.

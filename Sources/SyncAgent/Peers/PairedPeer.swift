@@ -9,8 +9,13 @@ public struct PairedPeer: Sendable, Hashable, Codable {
     public var uuid: String
     /// The peer's node ID: the fingerprint its certificate must have.
     public var id: NodeID
-    /// The name the peer gave itself (its host name unless configured).
+    /// The name the peer is known by here: the one it gave itself (its host name
+    /// unless configured), or, when another member had that one, it with a suffix (`B-2`).
     public var name: String
+    /// The name the peer gave itself when another member had it, so that it is known by ``name`` here.
+    public var calledItself: String?
+    /// The name the peer knows this node by, when it is not this node's own (another of its peers had it).
+    public var knownAs: String?
     /// Where the peer's listener was reached or said it listens (`host:port`), newest first.
     public var addresses: [String]
     /// The databases shared with the peer: it may replicate these, and no others.
@@ -43,9 +48,11 @@ public struct PairedPeer: Sendable, Hashable, Codable {
         case pairedAt = "paired_at"
         case lastSeen = "last_seen"
         case introducedBy = "introduced_by"
+        case calledItself = "called_itself"
+        case knownAs = "known_as"
     }
 
-    /// Reads a record, `introduce` and `introduced_by` optional (files written before introductions lack them).
+    /// Reads a record, `introduce`, `introduced_by`, `called_itself` and `known_as` optional (files written before introductions lack them).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         uuid = try container.decode(String.self, forKey: .uuid)
@@ -57,6 +64,8 @@ public struct PairedPeer: Sendable, Hashable, Codable {
         lastSeen = try container.decodeIfPresent(Date.self, forKey: .lastSeen)
         introduce = try container.decodeIfPresent(Bool.self, forKey: .introduce) ?? true
         introducedBy = try container.decodeIfPresent([NodeID].self, forKey: .introducedBy) ?? []
+        calledItself = try container.decodeIfPresent(String.self, forKey: .calledItself)
+        knownAs = try container.decodeIfPresent(String.self, forKey: .knownAs)
     }
 
     /// The last address the peer was reached at.

@@ -162,10 +162,14 @@ public final class PeerStore: Sendable {
     /// Records a pairing. Pairing again with the same ID adds the databases it
     /// shares and dates the pairing anew (the agent restarts its replications); a UUID already paired under another ID is refused, since a
     /// certificate names whatever UUID its maker chose: once paired, a UUID
-    /// belongs to that ID.
-    public func add(_ peer: PairedPeer) throws {
+    /// belongs to that ID. A name another member has is recorded with a suffix (`B-2`),
+    /// the name given kept in ``PairedPeer/calledItself``. Returns the peer as recorded.
+    @discardableResult
+    public func add(_ peer: PairedPeer) throws -> PairedPeer {
         try file.update { file in
             var peer = peer
+            let unique = uniqueName(peer.name, for: peer.id, in: file)
+            if unique != peer.name { (peer.calledItself, peer.name) = (peer.name, unique) }
             // To the second, as the file keeps it: the agent tells a new pairing by its date.
             peer.pairedAt = Date(timeIntervalSince1970: peer.pairedAt.timeIntervalSince1970.rounded(.down))
             if let taken = file.peers.first(where: { $0.uuid == peer.uuid && $0.id != peer.id }) {
@@ -178,7 +182,15 @@ public final class PeerStore: Sendable {
             file.peers.append(peer)
             // A person paired it: removed before or not, it is a member again.
             file.removed[peer.id.description] = nil
+            return peer
         }
+    }
+
+    /// `name`, or the first of `name-2`, `name-3`, … that no member of `file` but `id` has.
+    private func uniqueName(_ name: String, for id: NodeID, in file: File) -> String {
+        let taken = Set(members(of: file).lazy.filter { $0.id != id }.map(\.name))
+        guard taken.contains(name) else { return name }
+        return (2...).lazy.map { "\(name)-\($0)" }.first { !taken.contains($0) }!
     }
 
     /// Removes a member: revokes a direct pairing (and with it what the peer introduced), or
