@@ -4,9 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// A value guarded by a pthread mutex: the one place where syncd vouches for
-/// thread safety by hand (`@unchecked Sendable`); everything built on it is
-/// checked by the compiler.
+/// A value guarded by a pthread mutex. Its own thread safety is vouched for by
+/// hand (`@unchecked Sendable`); what is built on it is checked by the compiler.
 ///
 /// It has the shape of the standard library's `Mutex`: the value goes in with
 /// `sending` and is reached only inside `withLock`, so region checking proves

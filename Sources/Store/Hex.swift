@@ -1,5 +1,5 @@
-/// Lower-case hexadecimal text of bytes, the one encoder every module uses
-/// (digests, fingerprints, salts, boundaries).
+/// Lower-case hexadecimal text of bytes (digests, fingerprints, salts, boundaries).
+/// A revision tree packs and unpacks its revisions' digests itself, in place (`HexDigest`).
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 

@@ -20,7 +20,7 @@ struct AgentCommand: AsyncParsableCommand {
             LAN, advertises it with Avahi, and replicates every shared database with every paired peer, \
             following peers across address changes. Prints the node's name, ID and URLs, and, to a \
             terminal, a pairing QR code while it has no peers (an invitation is a secret: under systemd, \
-            where the output goes to the journal, `syncd pair` makes one). Reads --config (default DATA/syncd.toml; see the README for \
+            where the output goes to the journal, `syncd pair` makes one). Reads --config (default DATA/syncd.toml; see docs/configuration.md for \
             its keys); SIGHUP rereads it; SIGTERM or SIGINT stops after the replications checkpoint. \
             Other commands reach the agent through its control socket.
             """
@@ -44,7 +44,8 @@ struct AgentCommand: AsyncParsableCommand {
         do {
             agent = try Agent(directory: data.path, configurationPath: configurationPath,
                               controlSocket: control.path(data: data), logger: logger)
-        } catch let error as ConfigurationError {
+        } catch where error is ConfigurationError || error is StateFileError {
+            // A configuration, or a users, peers or invitations file, that cannot be read.
             StandardStream.error.write("error: \(error)\n")
             throw ExitCode(78)  // EX_CONFIG
         }

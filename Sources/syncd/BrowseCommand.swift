@@ -87,9 +87,11 @@ struct EventPrinter: Sendable {
 
     func peer(_ peer: Peer) {
         let txt = peer.txt.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        // The node ID as `syncd id`, `status` and pairing show it, from the fingerprint the TXT carries.
+        let id = peer.txt[TXTKey.fingerprint].flatMap(NodeID.init).map { "\n  id         \($0)" } ?? ""
         emit(Line(event: "peer", peer: peer), text: """
             \(peer.name)
-              uuid       \(peer.uuid)
+              uuid       \(peer.uuid)\(id)
               host       \(peer.hostName)
               addresses  \(peer.addresses.map(\.host).joined(separator: ", "))
               port       \(peer.port)

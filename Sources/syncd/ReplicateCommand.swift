@@ -107,10 +107,14 @@ struct ReplicateCommand: AsyncParsableCommand {
         let stops = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         var trust = EndpointResolver.RemoteTrust(fingerprint: fingerprint, peerUUID: peerUUID)
         if let peer {
+            // Only read here, never written: the data directory may be a running agent's. Both files
+            // are replaced whole when written, so a read sees one version or the other.
             let found = try PeerStore(directory: data.path).find(peer)
             guard found.count == 1 else {
                 throw Self.failure(found.isEmpty ? "no paired peer matches \(peer) (see syncd peers)" : "\(peer) matches \(found.count) peers; give more of the ID")
             }
+            // A paired node has its identity: it is loaded, never made, here.
+            guard NodeIdentity.exists(in: data.path) else { throw Self.failure("no node identity in \(data.path), which has peers") }
             trust.peer = (found[0], try NodeIdentity.loadOrCreate(in: data.path))
         }
         let sides = EndpointResolver(directory: data.path, controlSocket: control.path(data: data), trust: trust, logger: logger)

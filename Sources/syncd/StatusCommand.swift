@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import JSON
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,7 +47,7 @@ struct StatusCommand: AsyncParsableCommand {
         do {
             status = try await client.status()
         } catch let failure as ControlClient.Failure {
-            StandardStream.error.write("\(failure)\n")
+            report(error: failure.error, reason: failure.description)
             if case .noAgent = failure { throw ExitCode(3) }
             throw ExitCode(4)
         }
@@ -54,11 +55,19 @@ struct StatusCommand: AsyncParsableCommand {
         do {
             (text, healthy) = try render(status)
         } catch let unknown as UnknownPeer {
-            StandardStream.error.write("\(unknown)\n")
+            report(error: "unknown_peer", reason: unknown.description)
             throw ExitCode(2)
         }
         StandardStream.output.write(text)
         if !healthy { throw ExitCode(1) }
+    }
+
+    /// A failure on standard error, or with `--json` as `{"error","reason"}` on standard output,
+    /// so that a program reading the JSON gets JSON whatever happens.
+    private func report(error: String, reason: String) {
+        guard json else { return StandardStream.error.write("\(reason)\n") }
+        let body: JSON = ["error": .string(error), "reason": .string(reason)]
+        StandardStream.output.write(body.serialized(sortedKeys: true) + "\n")
     }
 
     /// The status as text (or JSON), and whether nothing needs attention.

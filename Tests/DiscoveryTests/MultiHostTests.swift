@@ -1,5 +1,6 @@
 import Discovery
 import Foundation
+import SyncAgent
 import TestBed
 import Testing
 
@@ -12,7 +13,8 @@ struct MultiHostTests {
         try await TestBed.with(hosts: 3) { bed in
             let (a, b, c) = (bed["a"], bed["b"], bed["c"])
             let uuid = newUUID()
-            let advertiser = try a.advertise(uuid: uuid, port: 5984, name: "Alpha Node", fingerprint: "ab:cd:ef")
+            let id = NodeID(certificateDER: Array("Alpha Node".utf8))
+            let advertiser = try a.advertise(uuid: uuid, port: 5984, name: "Alpha Node", fingerprint: id.fingerprint)
             try await advertiser.waitForEvent { $0.event == "established" }
 
             // syncd browse in B.
@@ -23,7 +25,10 @@ struct MultiHostTests {
             #expect(peer.port == 5984)
             #expect(peer.addresses.map(\.ip) == [a.ipv4])
             #expect(peer.hostName == "\(a.hostName).local")
-            #expect(peer.database == "notes" && peer.usesTLS && peer.fingerprint == "ab:cd:ef" && peer.protocolVersion == 1)
+            #expect(peer.database == "notes" && peer.usesTLS && peer.fingerprint == id.fingerprint && peer.protocolVersion == 1)
+            // For people: the node ID as everything else shows it, not the fingerprint's hex.
+            let text = try b.run([try TestBed.syncdExecutable, "browse", "--wait", "2"])
+            #expect(text.output.contains("  uuid       \(uuid)\n  id         \(id)\n"), "\(text.output)")
 
             // avahi-browse in C.
             var avahiLine: String?
@@ -34,7 +39,7 @@ struct MultiHostTests {
             let fields = try #require(avahiLine, "avahi-browse in C never resolved the service").split(separator: ";").map(String.init)
             #expect(fields[3] == "Alpha\\032Node")
             #expect(fields[7] == a.ipv4 && fields[8] == "5984")
-            #expect(fields[9].contains("\"db=notes\"") && fields[9].contains("\"tls=1\"") && fields[9].contains("\"fp=ab:cd:ef\""))
+            #expect(fields[9].contains("\"db=notes\"") && fields[9].contains("\"tls=1\"") && fields[9].contains("\"fp=\(id.fingerprint)\""))
 
             // python-zeroconf, an independent mDNS implementation, in C.
             let zeroconf = try c.run(["/usr/bin/env", "python3", "-c", Self.zeroconfScript, c.ipv4, uuid], check: false, timeout: .seconds(20))

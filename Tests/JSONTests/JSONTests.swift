@@ -16,20 +16,28 @@ final class JSONTests: XCTestCase {
 
     func testEscapesAndSurrogates() throws {
         XCTAssertEqual(try JSON(parsing: #""\ud83d\ude00 \u00e9 \/""#), .string("😀 é /"))
-        XCTAssertThrowsError(try JSON(parsing: #""\ud83d""#))
-        XCTAssertThrowsError(try JSON(parsing: #""\x""#))
+        XCTAssertThrowsError(try JSON(parsing: #""\ud83d""#)) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "unpaired surrogate") }
+        XCTAssertThrowsError(try JSON(parsing: #""\x""#)) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "invalid escape") }
     }
 
     func testRejectsMalformedText() {
-        for text in ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "[1] x", "\"\u{01}\"", "{\"a\":1,}", "NaN"] {
-            XCTAssertThrowsError(try JSON(parsing: text), "accepted \(text)")
+        let refusals = [
+            ("", "unexpected end of input"), ("{", "expected a member name"), ("[1,]", "unexpected character"),
+            ("{\"a\" 1}", "expected ':'"), ("01", "unexpected data after the JSON value"), ("1.", "invalid number"),
+            ("-", "invalid number"), ("tru", "unexpected end of input"), ("[1] x", "unexpected data after the JSON value"),
+            ("\"\u{01}\"", "control character in string"), ("{\"a\":1,}", "expected a member name"), ("NaN", "unexpected character"),
+        ]
+        for (text, message) in refusals {
+            XCTAssertThrowsError(try JSON(parsing: text), "accepted \(text)") { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, message, text) }
         }
     }
 
     func testInvalidUTF8InStringsIsRefusedAndASCIIAndUTF8AreKept() throws {
         for bytes: [UInt8] in [[0x22, 0x61, 0xFF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xC3, 0x22],
                                [0x22, 0x5C, 0x6E, 0xFF, 0x22], [0x22, 0x61, 0x62, 0x63, 0x80, 0x22]] {
-            XCTAssertThrowsError(try JSON(parsing: bytes), "accepted \(bytes)")
+            XCTAssertThrowsError(try JSON(parsing: bytes), "accepted \(bytes)") {
+                XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "invalid UTF-8 in string", "\(bytes)")
+            }
         }
         XCTAssertEqual(try JSON(parsing: Array(#""1-abc""#.utf8)), .string("1-abc"))
         XCTAssertEqual(try JSON(parsing: Array(#""x é 😀""#.utf8)), .string("x é 😀"))
@@ -37,7 +45,7 @@ final class JSONTests: XCTestCase {
 
     func testNestingLimit() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
-        XCTAssertThrowsError(try JSON(parsing: deep))
+        XCTAssertThrowsError(try JSON(parsing: deep)) { XCTAssertEqual(($0 as? JSONSyntaxError)?.isNestingTooDeep, true) }
         let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
         XCTAssertNoThrow(try JSON(parsing: fine))
     }
@@ -117,7 +125,7 @@ extension JSONTests {
         XCTAssertEqual(try JSONReader.read(ArraySlice("1".utf8)) { try $0.bool() }, nil)
         // Escapes and UTF-8 in text are left to whoever parses it.
         let loose = try JSONReader.read(ArraySlice(#"{"a":"\x"}"#.utf8)) { try $0.text() }
-        XCTAssertThrowsError(try JSON(parsing: loose))
+        XCTAssertThrowsError(try JSON(parsing: loose)) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "invalid escape") }
     }
 
     /// A string of printable ASCII without escapes is handed over in place; anything else is
@@ -155,21 +163,30 @@ extension JSONTests {
             return found
         }
         XCTAssertEqual(names, ["seq seq", "seq seq", "sé sé", "empty ", "other se", "other seqq", #"other s"q"#])
-        XCTAssertThrowsError(try JSONReader.read(ArraySlice("{\"a\u{01}\":1}".utf8)) { try $0.members { _, _ in } })
+        XCTAssertThrowsError(try JSONReader.read(ArraySlice("{\"a\u{01}\":1}".utf8)) { try $0.members { _, _ in } }) {
+            XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "control character in string")
+        }
         XCTAssertThrowsError(try JSONReader.read([UInt8(ascii: "{"), 0x22, 0xFF, 0x22, 0x3A, 0x31, UInt8(ascii: "}")]) {
             try $0.members { _, _ in }
-        })
+        }) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "invalid UTF-8 in string") }
     }
 
     func testAReaderChecksTheStructureOfWhatItSkips() throws {
         let deep = String(repeating: "[", count: JSON.maximumDepth) + String(repeating: "]", count: JSON.maximumDepth)
-        for text in [#"{"doc":{"a":1}"#, #"{"doc":{"a" 1}}"#, #"{"doc":[1,}"#, #"{"doc":"a}"#, "{\"doc\":\"\u{01}\"}",
-                     #"{"doc":{"a":tru}}"#, #"{"doc":{"a":1]}"#, #"{"doc":[1}"#, #"{"doc":}"#, "{\"doc\":\(deep)}",
-                     #"{"doc":{} "id":1}"#, #"{"doc":{}} x"#, "", "{"] {
-            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { try $0.members { _, _ in } }, "accepted \(text)")
+        let refusals = [
+            (#"{"doc":{"a":1}"#, "unexpected end of input"), (#"{"doc":{"a" 1}}"#, "expected ':'"),
+            (#"{"doc":[1,}"#, "unexpected character"), (#"{"doc":"a}"#, "unterminated string"),
+            ("{\"doc\":\"\u{01}\"}", "control character in string"), (#"{"doc":{"a":tru}}"#, "invalid literal"),
+            (#"{"doc":{"a":1]}"#, "expected ',' or '}'"), (#"{"doc":[1}"#, "expected ',' or ']'"), (#"{"doc":}"#, "unexpected character"),
+            ("{\"doc\":\(deep)}", "nesting too deep"), (#"{"doc":{} "id":1}"#, "expected ',' or '}'"),
+            (#"{"doc":{}} x"#, "unexpected data after the JSON value"), ("", "unexpected end of input"), ("{", "expected a member name"),
+        ]
+        for (text, message) in refusals {
+            func refused(_ error: any Error) { XCTAssertEqual((error as? JSONSyntaxError)?.message, message, text) }
+            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { try $0.members { _, _ in } }, "accepted \(text)", refused)
             XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { try $0.members { _, value in _ = try value.text() } },
-                                 "accepted \(text) as text")
-            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { _ in }, "skipped \(text)")
+                                 "accepted \(text) as text", refused)
+            XCTAssertThrowsError(try JSONReader.read(ArraySlice(text.utf8)) { _ in }, "skipped \(text)", refused)
         }
         let deepest = "{\"doc\":" + String(deep.dropFirst().dropLast()) + "}"
         XCTAssertNoThrow(try JSONReader.read(ArraySlice(deepest.utf8)) { try $0.members { _, _ in } })

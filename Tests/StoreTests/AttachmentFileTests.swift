@@ -131,7 +131,9 @@ final class AttachmentFileTests: DatabaseTestCase {
         }
         limit.rlim_cur = 4 << 20
         setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-        XCTAssertThrowsError(try database.stageAttachment([UInt8](repeating: 1, count: 8 << 20)))
+        XCTAssertThrowsError(try database.stageAttachment([UInt8](repeating: 1, count: 8 << 20))) {
+            XCTAssertEqual($0 as? StoreError, .internal("cannot write attachment: " + String(cString: strerror(EFBIG))))
+        }
         var restored = saved
         setrlimit(Int32(RLIMIT_FSIZE.rawValue), &restored)
         XCTAssertEqual(temporaryFiles(), [])

@@ -93,7 +93,7 @@ final class AttachmentTests: DatabaseTestCase {
                 "_id": "big", "_attachments": ["blob.bin": ["follows": true, "digest": .string("md5-" + Data(Insecure_md5(altered)).base64EncodedString())]],
             ]), staged: ["blob.bin": staged])
         }
-        XCTAssertThrowsError(try database.document(id: "big"))
+        XCTAssertThrowsError(try database.document(id: "big")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
         database.discardStaged(staged)
         try await database.compact()
         XCTAssertEqual(files(), [], "unreferenced and unpinned, the file goes at compaction")

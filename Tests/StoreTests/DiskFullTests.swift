@@ -51,7 +51,7 @@ final class DiskFullTests: XCTestCase {
         XCTAssertEqual(try database.document(id: "kept").body["v"], 1)
         XCTAssertEqual(try database.info().docCount, written + 1)
         for index in 0..<written { XCTAssertEqual(try database.document(id: "doc\(index)").body["t"], text) }
-        XCTAssertThrowsError(try database.document(id: "doc\(written)"))
+        XCTAssertThrowsError(try database.document(id: "doc\(written)")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
 
         // With room again, the same database takes writes.
         unlink(disk.file("filler"))

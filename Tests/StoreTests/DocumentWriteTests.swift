@@ -101,8 +101,8 @@ final class DocumentWriteTests: DatabaseTestCase {
     }
 
     func testInvalidJSONTextIsASyntaxError() {
-        XCTAssertThrowsError(try JSON(parsing: #"{"a":}"#))
-        XCTAssertThrowsError(try JSON(parsing: [0x22, 0xFF, 0x22]))
+        XCTAssertThrowsError(try JSON(parsing: #"{"a":}"#)) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "unexpected character") }
+        XCTAssertThrowsError(try JSON(parsing: [0x22, 0xFF, 0x22])) { XCTAssertEqual(($0 as? JSONSyntaxError)?.message, "invalid UTF-8 in string") }
     }
 
     func testBulkWriteReturnsAResultPerDocument() async throws {
@@ -200,7 +200,7 @@ final class DocumentWriteTests: DatabaseTestCase {
         ], newEdits: false)
         XCTAssertEqual(results.map(\.id), ["a", "huge", "c"])
         XCTAssertEqual(results.map { $0.result.failureError }, [nil, StoreError.documentTooLarge(id: "huge"), nil])
-        XCTAssertThrowsError(try small.document(id: "huge"))
+        XCTAssertThrowsError(try small.document(id: "huge")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
         XCTAssertEqual(try small.info().docCount, 4)
     }
 }

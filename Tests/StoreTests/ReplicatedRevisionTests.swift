@@ -120,7 +120,7 @@ final class ReplicatedRevisionTests: DatabaseTestCase {
         XCTAssertEqual(try missing("p", first), [first], "a purged winner was answered from memory")
 
         // A job that stores its document and then fails is rolled back with what it wrote.
-        do {
+        do throws(StoreError) {
             _ = try await database.write { context -> Void in
                 var row = try EditedRow(loading: "r", in: context.connection)
                 try row.write(addedBytes: 64, in: &context) { tree in
@@ -130,7 +130,9 @@ final class ReplicatedRevisionTests: DatabaseTestCase {
                 throw StoreError.internal("the test fails this job")
             }
             XCTFail("the job did not fail")
-        } catch {}
+        } catch {
+            XCTAssertEqual(error, .internal("the test fails this job"))
+        }
         XCTAssertEqual(try missing("r", rolledBack), [rolledBack], "a rolled-back write was answered from memory")
 
         // Another connection on the same file purges: the next commit here forgets what it held.

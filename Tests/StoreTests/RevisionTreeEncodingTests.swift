@@ -62,7 +62,9 @@ final class RevisionTreeEncodingTests: XCTestCase {
             XCTAssertEqual(revisions.missing(asked).possibleAncestors, tree.missing(asked).possibleAncestors)
             guard bytes.count > 2 else { continue }
             let cut = Array(bytes.dropLast())
-            XCTAssertThrowsError(try cut.withUnsafeBufferPointer { bytes throws(StoreError) in try RevisionTree(decodingRevisions: bytes) })
+            XCTAssertThrowsError(try cut.withUnsafeBufferPointer { bytes throws(StoreError) in try RevisionTree(decodingRevisions: bytes) }) {
+                XCTAssertEqual($0 as? StoreError, .internal("corrupt revision tree: truncated"))
+            }
         }
     }
 

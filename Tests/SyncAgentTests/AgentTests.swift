@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 import SyncAgent
 import TestBed
@@ -115,6 +116,50 @@ final class AgentTests: XCTestCase {
         try await b.waitUntil("B is back", timeout: .seconds(30)) { try await b.status().peers.map(\.state) == ["online"] }
     }
 
+    /// A hand edit that breaks `peers.json` (cut short, not JSON, not the peers' shape) leaves the
+    /// peers paired and syncing: the agent keeps what the file last held, logs the error once for
+    /// each broken version, shows it in `syncd status` (exit 1) until the file is fixed, and writes
+    /// nothing over it. An agent that never read the file whole does not start.
+    func testAPeersFileBrokenByHandKeepsThePeersAndIsAProblemUntilFixed() async throws {
+        let (a, b) = try await pairedAgents()
+        defer { a.stop(); b.stop() }
+        let path = a.directory + "/peers.json"
+        let paired = try Data(contentsOf: URL(fileURLWithPath: path))
+        func replacePeers(with data: Data) throws {
+            try data.write(to: URL(fileURLWithPath: path + ".edit"))
+            XCTAssertEqual(rename(path + ".edit", path), 0)
+        }
+        func unreadable() async throws -> [String] { try await a.status().unreadableFiles ?? [] }
+        try await a.waitUntil("A has B online") { try await a.status().peers.map(\.state) == ["online"] }
+
+        try replacePeers(with: paired.prefix(paired.count / 2))
+        let cutShort = "cannot read \(path): it is not JSON (cut short, or edited by hand)"
+        try await a.waitUntil("A shows peers.json unreadable") { try await unreadable() == [cutShort] }
+        let shown = try a.syncd(["status"])
+        XCTAssertEqual(shown.status, 1, shown.output)
+        XCTAssertTrue(shown.output.contains("Problems (1):\n  ! cannot read "), shown.output)
+        try await assertEqual(try await a.status().problems, ["\(cutShort); what it last held is in use"])
+        // B is still A's peer: what it writes arrives, and A's status still lists it.
+        try await b.put("syncd", "while-broken", [:])
+        try await a.waitUntil("A has B's document", timeout: .seconds(30)) { try await a.get("syncd", "while-broken") != nil }
+        try await assertEqual(try await a.status().peers.count, 1)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), paired.prefix(paired.count / 2), "A wrote over the broken file")
+
+        try replacePeers(with: Data(#"{"peers": 5}"#.utf8))
+        try await a.waitUntil("A shows the new error") { try await unreadable().first?.contains("at .peers") == true }
+        XCTAssertEqual(a.process.errorText.components(separatedBy: "cannot read \(path)").count - 1, 2,
+                       "one log line for each broken version: \(a.process.errorText)")
+
+        try replacePeers(with: paired)
+        try await a.waitUntil("A shows no problem") { try await unreadable().isEmpty }
+        XCTAssertEqual(try a.syncd(["status"]).status, 0)
+        a.stop()
+        try replacePeers(with: Data("not json".utf8))
+        let refused = try runCommand([try TestBed.syncdExecutable, "agent", "--data", a.directory], check: false)
+        XCTAssertEqual(refused.status, 78, refused.errorOutput)
+        XCTAssertEqual(refused.errorOutput, "error: cannot read \(path): it is not JSON (cut short, or edited by hand)\n")
+    }
+
     func testANodesConfiguredNameIsTheOnePrintedAndTheOneItsPeerRecords() async throws {
         // B has a name of its own; it pairs by `syncd pair URL`, a command run beside its agent.
         let (a, b) = try await pairedAgents(Self.configuration(), Self.configuration("[node]\nname = \"kitchen\""))
@@ -203,7 +248,13 @@ final class AgentTests: XCTestCase {
     func testStatusTellsWhetherAnAgentRunsAndWhatNeedsAttention() async throws {
         let none = try runCommand([try TestBed.syncdExecutable, "status", "--data", directory.path + "/none"], check: false)
         XCTAssertEqual(none.status, 3)
-        XCTAssertEqual(none.errorOutput, "no syncd agent is running (no control socket at \(directory.path)/none/control.sock)\n")
+        let noAgent = "no syncd agent is running (no control socket at \(directory.path)/none/control.sock): start one with "
+            + "`syncd agent`, or `systemctl start syncd` where the package is installed"
+        XCTAssertEqual(none.errorOutput, noAgent + "\n")
+        let noneAsJSON = try runCommand([try TestBed.syncdExecutable, "status", "--json", "--data", directory.path + "/none"], check: false)
+        XCTAssertEqual(noneAsJSON.status, 3)
+        XCTAssertEqual(noneAsJSON.errorOutput, "")
+        XCTAssertEqual(try JSON(parsing: noneAsJSON.output), ["error": "no_agent", "reason": .string(noAgent)])
 
         let (a, b) = try await pairedAgents()
         defer { a.stop() }

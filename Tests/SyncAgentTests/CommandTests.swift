@@ -57,6 +57,19 @@ import Testing
         #expect(inXDG.output.contains("data directory: \(xdg)/syncd\n"), "\(inXDG.output)")
     }
 
+    /// A data directory so deep that its control socket's path cannot be bound: one line saying
+    /// so and what to do, not NIO's error name.
+    @Test func aControlSocketPathTooLongIsExplained() throws {
+        let directory = try TemporaryDirectory(prefix: "syncd-deep")
+        defer { directory.remove() }
+        let data = directory.path + "/" + String(repeating: "d", count: 120)
+        let agent = try runCommand([try TestBed.syncdExecutable, "agent", "--data", data], check: false)
+        #expect(agent.status != 0)
+        let socket = data + "/control.sock"
+        #expect(agent.errorOutput.hasSuffix("Error: the control socket path \(socket) is \(socket.utf8.count) bytes long; a Unix socket's "
+            + "may have 107 at most: use a shorter data directory, or --control-socket PATH\n"), "\(agent.errorOutput)")
+    }
+
     @Test func servingWithoutUsersOrPeersWarns() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-no-users")
         defer { directory.remove() }

@@ -24,14 +24,6 @@ final class ContinuousBatchingTests: XCTestCase {
         }
     }
 
-    private func waitUntil(timeout: Duration = .seconds(60), _ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { return XCTFail("not within \(timeout): \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     /// A continuous replication between two databases of a new catalog, started.
     private func localContinuousReplication(checkpointInterval: Duration) throws
         -> (TemporaryDirectory, Catalog, Database, Database, Replicator) {
@@ -69,20 +61,20 @@ final class ContinuousBatchingTests: XCTestCase {
         defer { Task { await replicator.stop(); await remote.shutdown() } }
 
         try await source.put(["_id": "first"])
-        try await waitUntil("the first document arrives") { try target.info().docCount == 1 }
-        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+        try await waitUntil("the first document arrives", timeout: .seconds(60)) { try target.info().docCount == 1 }
+        try await waitUntil("the replication is idle", timeout: .seconds(60)) { replicator.status.activity == .idle }
         let before = counting.questions.withLock { $0 }
 
         for result in try await source.bulkDocs(uploads(5000, prefix: "burst-")) { _ = try result.result.get() }
-        try await waitUntil("the burst arrives") { try target.info().docCount == 5001 }
+        try await waitUntil("the burst arrives", timeout: .seconds(60)) { try target.info().docCount == 5001 }
         let questions = counting.questions.withLock { $0 } - before
         print("a burst of 5,000 changes took \(questions) _revs_diff requests")
         XCTAssertLessThanOrEqual(questions, 50, "a burst of 5,000 changes in batches of 500")
 
         // Idle again: one write goes alone, without waiting for a batch to fill.
-        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+        try await waitUntil("the replication is idle", timeout: .seconds(60)) { replicator.status.activity == .idle }
         try await source.put(["_id": "lone"])
-        try await waitUntil(timeout: .seconds(5), "a lone write arrives") { (try? target.document(id: "lone")) != nil }
+        try await waitUntil("a lone write arrives", timeout: .seconds(5)) { (try? target.document(id: "lone")) != nil }
         XCTAssertNil(replicator.status.lastError)
     }
 
@@ -112,7 +104,7 @@ final class ContinuousBatchingTests: XCTestCase {
         replicator.start()
         defer { Task { await replicator.stop(); await remote.shutdown() } }
         let end = try source.lastSequence()
-        try await waitUntil("the feed is read and checkpointed") { replicator.status.checkpointedSequence?.localNumber == end }
+        try await waitUntil("the feed is read and checkpointed", timeout: .seconds(60)) { replicator.status.checkpointedSequence?.localNumber == end }
         XCTAssertEqual(counting.asked.withLock { $0 }, [], "no held row reaches _revs_diff")
         let status = replicator.status
         XCTAssertEqual(status.completed, 300)
@@ -124,7 +116,7 @@ final class ContinuousBatchingTests: XCTestCase {
         let d7 = try source.document(id: "d7").revision
         _ = try await source.put(["_id": "d7", "_rev": .string(d7.description), "n": 70])
         _ = try await source.put(["_id": "new"])
-        try await waitUntil("both arrive") {
+        try await waitUntil("both arrive", timeout: .seconds(60)) {
             (try? target.document(id: "d7").body["n"]) == .number(70) && (try? target.document(id: "new")) != nil
         }
         XCTAssertEqual(Set(counting.asked.withLock { $0 }), ["d7", "new"])
@@ -157,24 +149,24 @@ final class ContinuousBatchingTests: XCTestCase {
         let replicator = Replicator(configuration)
         replicator.start()
         defer { Task { await replicator.stop(); await remote.shutdown() } }
-        try await waitUntil("the replication is idle") { replicator.status.activity == .idle }
+        try await waitUntil("the replication is idle", timeout: .seconds(60)) { replicator.status.activity == .idle }
 
         // A new document without attachments: the feed carries it, nothing is fetched.
         let first = try await source.put(["_id": "new", "n": 1])
-        try await waitUntil("the new document arrives") { (try? target.document(id: "new")) != nil }
+        try await waitUntil("the new document arrives", timeout: .seconds(60)) { (try? target.document(id: "new")) != nil }
         XCTAssertEqual(try target.document(id: "new").json(.revisions), try source.document(id: "new").json(.revisions))
         XCTAssertEqual(recording.fetched.withLock { $0 }, [])
 
         // An edit has a history, and an attachment's content is never in a feed: both are fetched.
         _ = try await source.put(["_id": "new", "_rev": .string(try first.result.get().description), "n": 2])
         _ = try await source.put(["_id": "photo", "_attachments": ["a.txt": ["content_type": "text/plain", "data": "aGVsbG8="]]])
-        try await waitUntil("the edit and the attachment arrive") {
+        try await waitUntil("the edit and the attachment arrive", timeout: .seconds(60)) {
             (try? target.document(id: "new").body["n"]) == .number(2) && (try? target.document(id: "photo")) != nil
         }
         XCTAssertEqual(Set(recording.fetched.withLock { $0 }), ["new", "photo"])
         XCTAssertEqual(try target.openRevisions(id: "new", revisions: nil).count, 1, "the edit extends the carried revision")
         // The counts follow the write (a batch is counted once its last part is written).
-        try await waitUntil("three documents counted") { replicator.status.docsWritten == 3 }
+        try await waitUntil("three documents counted", timeout: .seconds(60)) { replicator.status.docsWritten == 3 }
         XCTAssertNil(replicator.status.lastError)
     }
 
@@ -276,7 +268,7 @@ final class ContinuousBatchingTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(20))
         }
         XCTAssertGreaterThanOrEqual(checkpoints.subtracting([0]).count, 4, "checkpoints while writes go on: \(checkpoints.sorted())")
-        try await waitUntil("the checkpoint reaches the last write") {
+        try await waitUntil("the checkpoint reaches the last write", timeout: .seconds(60)) {
             replicator.status.checkpointedSequence?.localNumber == (try source.lastSequence())
         }
     }
@@ -286,8 +278,8 @@ final class ContinuousBatchingTests: XCTestCase {
         defer { catalog.close(); Task { await replicator.stop() }; directory.remove() }
 
         for result in try await source.bulkDocs(uploads(1200, prefix: "d")) { _ = try result.result.get() }
-        try await waitUntil("the documents arrive") { try target.info().docCount == 1200 }
-        try await waitUntil(timeout: .seconds(10), "an idle checkpoint, with an interval of an hour") {
+        try await waitUntil("the documents arrive", timeout: .seconds(60)) { try target.info().docCount == 1200 }
+        try await waitUntil("an idle checkpoint, with an interval of an hour", timeout: .seconds(10)) {
             replicator.status.checkpointedSequence?.localNumber == (try source.lastSequence())
         }
         // The checkpoint is on both sides, where a restarted replication reads it.

@@ -259,6 +259,58 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertEqual(rows.next(), 2, "the row before the silence was delivered")
     }
 
+    /// A source that drips its `_bulk_get` answer and never completes a result is cut once it has
+    /// been waited on for the progress timeout (a transient error: the replication retries with
+    /// back-off, and status shows the reason); one that completes a result now and then is read to
+    /// the end however long the whole answer takes.
+    func testAnAnswerThatMakesNoProgressIsCutAndOneThatDoesIsRead() async throws {
+        let results = ["a", "b", "c"].map { #"{"id":"\#($0)","docs":[{"ok":{"_id":"\#($0)","_rev":"1-\#($0)"}}]}"# }
+        let body = Array((#"{"results":["# + results.joined(separator: ",") + "]}").utf8)
+        func endpoint(answering answer: @escaping @Sendable () -> HostileAnswer) throws -> RemoteEndpoint {
+            let server = try HostileRemote(answering: { _, target, _ in
+                target.contains("_bulk_get") ? answer() : HostileAnswer(status: 404, body: Array(#"{"error":"not_found","reason":"missing"}"#.utf8))
+            })
+            var configuration = RemoteEndpoint.Configuration(url: try RemoteURL(server.url + "/db"))
+            configuration.progressTimeout = .seconds(1)
+            let endpoint = RemoteEndpoint(configuration)
+            addTeardownBlock {
+                await endpoint.shutdown()
+                server.stop()
+            }
+            return endpoint
+        }
+        let asked = ["a", "b", "c"].map { MissingRevisions(id: $0, missing: [RevisionID("1-\($0)")!]) }
+
+        // A byte every 0.1 s: the first result would be complete after 5 s.
+        let dripping = try endpoint {
+            var answer = HostileAnswer.slowly(body, pieceSize: 1)
+            answer.beforePiece = { _ in usleep(100_000) }
+            return answer
+        }
+        do {
+            let fetched = try await dripping.revisions(asked)
+            XCTFail("read \(fetched)")
+        } catch {
+            XCTAssertEqual(error.status, 0, "a transient error, retried: \(error)")
+            XCTAssertTrue(error.reason.hasSuffix("the answer to POST /db/_bulk_get made no progress for 1 s"), "\(error)")
+        }
+
+        // A result every 0.4 s: 1.6 s in all, more than the timeout, but never 1 s without a result.
+        let steady = try endpoint {
+            var answer = HostileAnswer(status: 200, body: [])
+            let cuts = results.map { Array(($0 + ",").utf8).count }
+            var pieces: [[UInt8]] = []
+            var offset = 0
+            for cut in [12] + cuts.dropLast() { pieces.append(Array(body[offset..<(offset + cut)])); offset += cut }
+            pieces.append(Array(body[offset...]))
+            answer.pieces = pieces
+            answer.beforePiece = { index in if index > 0 { usleep(400_000) } }
+            return answer
+        }
+        let fetched = try await steady.revisions(asked)
+        XCTAssertEqual(fetched.count, 3, "\(fetched)")
+    }
+
     func testBulkGetAnswersAreMatchedToTheQuestions() async throws {
         let (_, endpoint) = try remote { _, target, _ in
             guard target.contains("_bulk_get") else { return (404, #"{"error":"not_found","reason":"missing"}"#) }

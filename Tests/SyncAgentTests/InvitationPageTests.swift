@@ -14,9 +14,11 @@ final class InvitationPageTests: XCTestCase {
         addTeardownBlock { await client.shutdown() }
         let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")]
 
-        // No invitation open: a browser gets CouchDB's JSON like anyone.
+        // No invitation open: a browser at the default invitation's address is told so, and how to get one.
         let closed = try await HTTP.request(.GET, server.anonymousURL + "/", headers: html, client: client.client)
-        XCTAssertEqual(closed.header("Content-Type"), "application/json")
+        XCTAssertEqual(closed.header("Content-Type"), "text/html; charset=utf-8")
+        XCTAssertTrue(closed.text.contains("has been used, cancelled or\nhas expired. For a new one, run <code>syncd pair</code>"), closed.text)
+        XCTAssertTrue(closed.header("Content-Security-Policy")?.hasPrefix("default-src 'none';") == true)
 
         let invitation = try server.invite(["syncd"])
         let page = try await HTTP.request(.GET, server.anonymousURL + "/", headers: html, client: client.client)
@@ -40,7 +42,7 @@ final class InvitationPageTests: XCTestCase {
         let joiner = try await startListener(configure: { $0.tls = true })
         _ = try await joiner.join(invitation)
         let used = try await HTTP.request(.GET, server.anonymousURL + "/", headers: html, client: client.client)
-        XCTAssertEqual(used.header("Content-Type"), "application/json")
+        XCTAssertEqual(used.text, closed.text)
     }
 
     func testTheNodeNameIsEscaped() {

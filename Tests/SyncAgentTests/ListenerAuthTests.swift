@@ -121,6 +121,49 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertEqual(users.passwordsHashed - first, 1, "a verified password is answered from the cache")
     }
 
+    /// One address gets at most its share of the hashing queue: its other checks are refused
+    /// at once as busy, and each refusal counts toward its lockout, so a guesser that floods the
+    /// queue is locked out before its admitted guesses are even hashed. Another address is
+    /// taken meanwhile.
+    func testAnAddressGetsItsShareOfPasswordChecksAndItsBusyRefusalsLockItOut() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A slow hash (the store checks a password with the iterations it was hashed with).
+        try UserStore(directory: directory.path, iterations: 200_000).setPassword("right", for: "slow")
+        let server = try await startListener(directory: directory.path)
+        let (guesser, other) = ("192.0.2.1", "192.0.2.2")
+        let outcomes = Locked<[Int]>([])
+        let guesses = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        do {
+                            _ = try await server.listener.checkPassword(name: "slow", password: "guess", from: guesser)
+                            outcomes.withLock { $0.append(200) }
+                        } catch {
+                            outcomes.withLock { $0.append(Int((error as? CouchError)?.status.code ?? 0)) }
+                        }
+                    }
+                }
+            }
+        }
+        try await waitUntil("the guesses past the address's share are refused", timeout: .seconds(60)) {
+            outcomes.withLock { $0.filter { $0 == 503 }.count } >= 10
+        }
+        let early = outcomes.withLock { $0 }
+        if !early.contains(401) {
+            XCTAssertNotNil(server.listener.passwordAttempts.wait(for: guesser), "locked out by its busy refusals alone: \(early)")
+        }
+        let checked = try await server.listener.checkPassword(name: "slow", password: "right", from: other)
+        XCTAssertEqual(checked.roles, [])
+        await guesses.value
+        let hashed = outcomes.withLock { $0.filter { $0 == 401 }.count }
+        XCTAssertGreaterThanOrEqual(hashed, UserStore.maximumWaitingPerAddress)
+        // Its share, and at most as many again that came once a slot was free.
+        XCTAssertLessThanOrEqual(hashed, 2 * UserStore.maximumWaitingPerAddress, "\(outcomes.withLock { $0 })")
+        XCTAssertEqual(outcomes.withLock { $0.count }, 16)
+    }
+
     /// A flood of password checks waits on one hashing thread with a bounded
     /// queue: the overflow is refused at once (503 on the listener), and a
     /// password already verified is answered without waiting in that queue.
@@ -138,10 +181,14 @@ final class ListenerAuthTests: XCTestCase {
                     group.addTask {
                         defer { finished.withLock { $0 += 1 } }
                         do {
-                            _ = try await users.verify(name: "user\(index)", password: "guess")
+                            // From twenty addresses: no one address is past its share of the queue.
+                            _ = try await users.verify(name: "user\(index)", password: "guess", from: "10.0.0.\(index % 20)")
                             return false
-                        } catch {
+                        } catch UserStoreError.busy {
                             return true
+                        } catch {
+                            XCTFail("\(error)")
+                            return false
                         }
                     }
                 }
@@ -151,7 +198,9 @@ final class ListenerAuthTests: XCTestCase {
             }
         }
         // The checks past the queue's bound are refused at once; the rest wait to be hashed.
-        while finished.withLock({ $0 }) < 40 - UserStore.maximumWaiting { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the checks past the queue's bound are refused", timeout: .seconds(30)) {
+            finished.withLock { $0 } >= 40 - UserStore.maximumWaiting
+        }
         let again = try await users.verify(name: "known", password: "right")
         let doneWhenAnswered = finished.withLock { $0 }
         let busy = await flood.value
@@ -197,6 +246,8 @@ final class ListenerAuthTests: XCTestCase {
         XCTAssertTrue(try users.remove("dave"))
         let removed = try await users.verify(name: "dave", password: "correct horse")
         XCTAssertNil(removed)
-        XCTAssertThrowsError(try users.setPassword("x", for: "a:b"))
+        XCTAssertThrowsError(try users.setPassword("x", for: "a:b")) { error in
+            guard case .invalidName("a:b")? = error as? UserStoreError else { return XCTFail("\(error)") }
+        }
     }
 }

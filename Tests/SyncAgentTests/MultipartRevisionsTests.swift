@@ -161,7 +161,7 @@ final class MultipartRevisionsTests: XCTestCase {
         XCTAssertEqual(notes.encoding?.name, "gzip", "kept as CouchDB sent it")
         XCTAssertEqual(notes.length, Self.text.count)
         XCTAssertTrue(try target.attachmentContent(notes) == Self.text)
-        XCTAssertThrowsError(try target.document(id: "gone"))
+        XCTAssertThrowsError(try target.document(id: "gone")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
         let files = try attachmentFiles(of: catalog)
         XCTAssertEqual(files.staging, [])
         XCTAssertEqual(files.content.count, 1)
@@ -187,7 +187,7 @@ final class MultipartRevisionsTests: XCTestCase {
         let failed = await Replicator(configuration).run()
         XCTAssertNotNil(failed.lastError)
         XCTAssertFalse(["2", "3"].contains(failed.checkpointedSequence?.description), "no checkpoint passes the cut document")
-        XCTAssertThrowsError(try target.document(id: "notes"))
+        XCTAssertThrowsError(try target.document(id: "notes")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
         XCTAssertEqual(try attachmentFiles(of: catalog).staging, [], "the part cut off is not left staged")
 
         // Once the source answers whole, the same replication completes.
@@ -221,7 +221,9 @@ final class MultipartRevisionsTests: XCTestCase {
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 1)
         let status = await Replicator(configuration).run()
         XCTAssertEqual(try target.document(id: "plain").body["n"], 1)
-        XCTAssertThrowsError(try target.document(id: "notes"), "content that does not match its digest is not stored")
+        XCTAssertThrowsError(try target.document(id: "notes"), "content that does not match its digest is not stored") {
+            XCTAssertEqual($0 as? StoreError, .notFound())
+        }
         XCTAssertEqual(status.docWriteFailures, 1)
         // The refused content is pinned by nothing and referred to by no revision: compaction takes its file.
         try await target.compact()

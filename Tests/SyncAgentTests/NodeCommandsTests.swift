@@ -80,6 +80,8 @@ final class NodeCommandsTests: XCTestCase {
         // Beside the agent, the invitation it printed at start is still open.
         XCTAssertEqual(try run(["pair", "--cancel"]).output, agent ? "cancelled 1 invitation\n" : "cancelled 0 invitations\n")
         _ = try run(["info", "--database", "things"])
+        // A name with a slash is one database, reached as one path segment through the agent too.
+        _ = try run(["info", "--database", "a/b"])
         if agent {
             let named = try SyncdCommand.run(["pair", "--data", x, "--name", "other"])
             XCTAssertEqual(named.status, 1)

@@ -115,7 +115,8 @@ final class PairingTests: XCTestCase {
         }
         let limited = await refusal(guess)
         guard case .rateLimited(let reason)? = limited else { return XCTFail("expected a rate limit, got \(String(describing: limited))") }
-        XCTAssertEqual(reason, "Too many failed pairing attempts from this address; retry later.")
+        let wait = reason.wholeMatch(of: /Too many failed pairing attempts from this address; retry in ([0-9]+) s\./)?.1
+        XCTAssertNotNil(wait.flatMap { Int($0) }.map { $0 > 0 }, reason)
         let goodButLimited = await refusal(good)
         guard case .rateLimited? = goodButLimited else { return XCTFail("the limit holds for every secret") }
         XCTAssertEqual(try a.listener.node.invitations.all().filter { $0.isOpen(at: clock.now) }.count, 1, "a limited attempt spends nothing")
@@ -158,7 +159,7 @@ final class PairingTests: XCTestCase {
         let refused = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asStranger.client)
         await asStranger.shutdown()
         XCTAssertEqual(refused.status, 403)
-        XCTAssertEqual(refused.json["error"], "forbidden")
+        XCTAssertEqual(refused.json["error"], "not_paired")
         XCTAssertEqual(refused.json["reason"]?.stringValue, "Node \(stranger.listener.node.identity.id.short) is not paired with this node.")
 
         let asB = try PeerClient(to: a, as: b.listener.node.identity)
@@ -177,6 +178,7 @@ final class PairingTests: XCTestCase {
         let revoked = try await HTTP.json(.GET, a.anonymousURL + "/notes", client: asB.client)
         await asB.shutdown()
         XCTAssertEqual(revoked.status, 403)
+        XCTAssertEqual(revoked.json["error"], "not_paired")
         XCTAssertEqual(revoked.json["reason"]?.stringValue, "Node \(b.listener.node.identity.id.short) is not paired with this node.")
     }
 
@@ -254,9 +256,13 @@ final class PairingTests: XCTestCase {
         // The earlier, longer form is still read, with the UUID it carries.
         let earlier = try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&id=\(id.compact)&dbs=notes,photos&secret=abc234")
         XCTAssertEqual(earlier, InvitationURL(host: "192.168.1.20", port: 5984, databases: ["notes", "photos"], uuid: identity.uuid, id: id, secret: "abc234"))
-        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/#\(id.compact)"))
-        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/#NOTANID-ABC"))
-        XCTAssertThrowsError(try InvitationURL("http://192.168.1.20:5984/notes"))
-        XCTAssertThrowsError(try InvitationURL("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&secret=x"))
+        for (text, reason) in [
+            ("https://192.168.1.20:5984/#\(id.compact)", "the URL carries no node ID and secret (is it a syncd pairing URL?)"),
+            ("https://192.168.1.20:5984/#NOTANID-ABC", "the URL carries no valid node ID"),
+            ("http://192.168.1.20:5984/notes", "not an https URL with a host and port"),
+            ("https://192.168.1.20:5984/notes#uuid=\(identity.uuid)&secret=x", "the URL carries no valid node ID"),
+        ] {
+            XCTAssertThrowsError(try InvitationURL(text), text) { XCTAssertEqual($0 as? PairingError, .invalidURL(reason), text) }
+        }
     }
 }

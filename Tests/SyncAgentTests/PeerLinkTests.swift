@@ -13,36 +13,45 @@ final class PeerLinkTests: XCTestCase {
         let databases = ["d1", "d2", "d3"]
         let (a, b, peer) = try await pairedListeners(sharing: databases)
         for name in databases { try await a.catalog.database(name).putDocuments(count: 20, prefix: name) }
-        let forwarder = try CountingForwarder(to: a.port)
-        defer { forwarder.stop() }
+        let (forwarder, elsewhere) = (try CountingForwarder(to: a.port), try CountingForwarder(to: a.port))
+        defer { forwarder.stop(); elsewhere.stop() }
         let book = AddressBook()
         book.configure(uuid: peer.uuid, [forwarder.address])
-        let link = PeerLink(peer: peer, databases: Dictionary(uniqueKeysWithValues: databases.map { ($0, nil) }),
-                            context: b.linkContext(book))
+        let watched = WatchedLink(peer: peer, databases: Dictionary(uniqueKeysWithValues: databases.map { ($0, nil) }),
+                                  context: b.linkContext(book))
+        let link = watched.link
         let running = Task { await link.run() }
-        // Idle and checkpointed: a checkpoint written while A is probed would borrow a connection too.
-        try await waitUntil("B has pulled and checkpointed every database and follows A's feeds", timeout: .seconds(30)) {
+        func following() -> Bool {
             let replications = link.replications
             return replications.count == 3 && replications.values.allSatisfy {
                 $0.activity == .idle && $0.docsWritten == 20 && $0.checkpointedSequence == $0.throughSequence
             }
         }
+        // Idle and checkpointed: a checkpoint written while A is probed would borrow a connection too.
+        try await waitUntil("B has pulled and checkpointed every database and follows A's feeds", timeout: .seconds(30)) { following() }
         XCTAssertEqual(link.connection.state, .online)
+        XCTAssertNil(link.connection.onlineUntil, "online now")
         XCTAssertEqual(link.connection.address, forwarder.address)
 
         // Another address for A appears (nothing answers there): the link probes every candidate,
         // the one in use over the pulls' client, whose connections the feeds left idle.
-        let opened = forwarder.connections
+        let (opened, sent) = (forwarder.connections, forwarder.bytesFromClients)
         let dead = "127.0.0.1:\(try AgentTests.freePort())"
         book.configure(uuid: peer.uuid, [forwarder.address, dead])
-        try await Task.sleep(for: .seconds(1))
+        try await waitUntil("A is probed where the pulls reach it", timeout: .seconds(30)) { forwarder.bytesFromClients > sent }
+        // Then A moves: the link takes one change of addresses after the other, so once it is
+        // online at A's new address, whatever the first change made it do is done.
+        book.configure(uuid: peer.uuid, [elsewhere.address])
+        try await waitUntil("B follows A to its new address", timeout: .seconds(30)) { watched.arrivals.last == elsewhere.address && following() }
         XCTAssertEqual(forwarder.connections, opened, "probing A where the pulls reach it opened a connection")
-        XCTAssertEqual(link.connection.address, forwarder.address)
-        XCTAssertEqual(link.replications.values.map(\.activity), [.idle, .idle, .idle], "the pulls were restarted")
+        XCTAssertEqual(watched.arrivals, [forwarder.address, elsewhere.address], "the pulls were restarted where A still answered")
 
         running.cancel()
         await running.value
         XCTAssertEqual(link.connection.state, .offline)
+        // `syncd status` says when the peer was last online: now, not when it was last written down.
+        let until = try XCTUnwrap(link.connection.onlineUntil)
+        XCTAssertLessThan(abs(until.timeIntervalSinceNow), 60)
         XCTAssertEqual(link.replications.values.map(\.docsWritten), [20, 20, 20])
     }
 
@@ -58,7 +67,9 @@ final class PeerLinkTests: XCTestCase {
         // A forgets B: B's pulls are refused until A knows it again.
         let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
         try a.listener.node.peers.remove(id: bOnA.id)
-        let link = b.patientLink(to: peer, at: "127.0.0.1:\(a.port)", databases: ["d1": nil])
+        let address = "127.0.0.1:\(a.port)"
+        let watched = b.patientLink(to: peer, at: address, databases: ["d1": nil])
+        let link = watched.link
         agent.links.withLock { $0[peer.id] = link }
         let running = Task { await link.run() }
         defer { running.cancel() }
@@ -66,10 +77,9 @@ final class PeerLinkTests: XCTestCase {
             link.connection.state == .offline && (link.connection.reason ?? "").contains("refuses this node")
         }
 
-        // A knows B again, but has not called it: B still waits.
+        // A knows B again, but has not called it: B still waits, having asked once.
         try a.listener.node.peers.add(bOnA)
-        try await Task.sleep(for: .milliseconds(500))
-        XCTAssertEqual(link.connection.state, .offline)
+        XCTAssertEqual(watched.arrivals, [address], "B asked A again before A called")
         XCTAssertTrue(agent.called.withLock { $0.isEmpty })
 
         // A calls B, as its own link to B would: B's listener tells the agent, and B's link tries again at once.
@@ -81,6 +91,7 @@ final class PeerLinkTests: XCTestCase {
         try await waitUntil("B pulled from A", timeout: .seconds(30)) {
             link.connection.state == .online && link.replications["d1"]?.docsWritten == 20
         }
+        XCTAssertEqual(watched.arrivals, [address, address])
         running.cancel()
         await running.value
     }
@@ -88,31 +99,34 @@ final class PeerLinkTests: XCTestCase {
     /// A call that came before the refusal was read (the peer heard of this node while the
     /// pulls' first requests were on their way) counts: the link asks once more at once instead
     /// of waiting, then waits. Here the call is in before the link starts, so it always precedes
-    /// the refusal; the link's connections are counted against a run without the call.
+    /// the refusal; a run without the call asks once.
     func testACallThatCameBeforeTheRefusalIsNotLost() async throws {
-        var dials: [Bool: Int] = [:]
         for early in [false, true] {
             let (a, b, peer) = try await pairedListeners(sharing: ["d1"])
             // A forgets B: every pull of B's is refused as a node A does not know.
             let bOnA = try XCTUnwrap(try a.listener.node.peers.direct().first)
             try a.listener.node.peers.remove(id: bOnA.id)
-            let forwarder = try CountingForwarder(to: a.port)
-            defer { forwarder.stop() }
-            let link = b.patientLink(to: peer, at: forwarder.address, databases: ["d1": nil])
+            let (first, second) = (try CountingForwarder(to: a.port), try CountingForwarder(to: a.port))
+            defer { first.stop(); second.stop() }
+            let book = AddressBook()
+            let watched = b.patientLink(to: peer, at: first.address, in: book, databases: ["d1": nil])
+            let link = watched.link
             if early { link.called() }
             let running = Task { await link.run() }
             defer { running.cancel() }
-            try await waitUntil("A refuses B", timeout: .seconds(30)) {
-                link.connection.state == .offline && (link.connection.reason ?? "").contains("refuses this node")
+            let asks = early ? 2 : 1
+            try await waitUntil("A refuses B, asked \(asks) times", timeout: .seconds(30)) {
+                watched.arrivals.count >= asks && link.connection.state == .offline
+                    && (link.connection.reason ?? "").contains("refuses this node")
             }
-            try await Task.sleep(for: .seconds(1))
-            dials[early] = forwarder.connections
+            // A moves: the link asks at once where A is now, after whatever it was doing.
+            book.configure(uuid: peer.uuid, [second.address])
+            try await waitUntil("B asks A at its new address", timeout: .seconds(30)) { watched.arrivals.last == second.address }
+            XCTAssertEqual(watched.arrivals, Array(repeating: first.address, count: asks) + [second.address],
+                           early ? "the link did not ask exactly once more after the call" : "the link asked again uncalled")
             running.cancel()
             await running.value
         }
-        let (without, with) = (try XCTUnwrap(dials[false]), try XCTUnwrap(dials[true]))
-        XCTAssertGreaterThan(with, without, "the call before the refusal was lost")
-        XCTAssertLessThanOrEqual(with, 2 * without, "the link asked more than once more")
     }
 
     /// A peer refusing this node one database knows this node: its calls prove nothing new, so
@@ -124,33 +138,40 @@ final class PeerLinkTests: XCTestCase {
         let b = try await startListener(agent: agent) { $0.tls = true }
         let peer = try await b.join(try a.invite(["d1"]), name: "b")
         _ = try a.catalog.openOrCreate("d2")
-        let forwarder = try CountingForwarder(to: a.port)
-        defer { forwarder.stop() }
+        let (first, second) = (try CountingForwarder(to: a.port), try CountingForwarder(to: a.port))
+        defer { first.stop(); second.stop() }
         // B pulls d2 too, which A does not share with it.
-        let link = b.patientLink(to: peer, at: forwarder.address, databases: ["d1": nil, "d2": nil])
+        let book = AddressBook()
+        let watched = b.patientLink(to: peer, at: first.address, in: book, databases: ["d1": nil, "d2": nil])
+        let link = watched.link
         agent.links.withLock { $0[peer.id] = link }
         let running = Task { await link.run() }
         defer { running.cancel() }
-        try await waitUntil("A refuses B d2", timeout: .seconds(30)) {
-            link.connection.state == .offline && (link.connection.reason ?? "").contains("for d2 (403: The database d2 is not shared")
+        func refusedD2(at address: String) -> Bool {
+            let connection = link.connection
+            return connection.state == .offline && (connection.reason ?? "").contains("for d2 (403: The database d2 is not shared")
+                && (connection.reason ?? "").contains(address)
         }
-        let connections = forwarder.connections
+        try await waitUntil("A refuses B d2", timeout: .seconds(30)) { refusedD2(at: first.address) }
+        let connections = first.connections
 
         let call = try PeerClient(to: b, as: a.listener.node.identity)
         let answer = try await call.client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(b.port)/"), timeout: .seconds(10))
         XCTAssertEqual(answer.status, .ok)
         await call.shutdown()
         XCTAssertEqual(agent.called.withLock { $0 }, [a.listener.node.identity.id])
-        try await Task.sleep(for: .seconds(1))
-        XCTAssertEqual(forwarder.connections, connections, "a call ended the wait after a refusal of one database")
-        XCTAssertEqual(link.connection.state, .offline)
+        // A moves: the link asks at once where A is now, after whatever the call made it do.
+        book.configure(uuid: peer.uuid, [second.address])
+        try await waitUntil("A refuses B d2 at its new address", timeout: .seconds(30)) { refusedD2(at: second.address) }
+        XCTAssertEqual(watched.arrivals, [first.address, second.address], "a call ended the wait after a refusal of one database")
+        XCTAssertEqual(first.connections, connections)
         running.cancel()
         await running.value
     }
 
     /// The agent hands a peer's call to that peer's own link, found by the UUID the peer was
     /// paired with (recorded in capitals here, as `UUID().uuidString` writes it): a link waiting
-    /// 3.2–6.4 s after its fourth failure to reach the peer tries again within 1.5 s.
+    /// 3.2–6.4 s after its fourth failure to reach the peer tries again before that wait could end.
     func testTheAgentHandsAPeersCallToThatPeersLink() async throws {
         let directory = try TemporaryDirectory(prefix: "syncd-call")
         defer { directory.remove() }
@@ -172,7 +193,8 @@ final class PeerLinkTests: XCTestCase {
         try await waitUntil("the link tried the peer four times", timeout: .seconds(30)) { forwarder.connections >= 4 }
         XCTAssertEqual(forwarder.connections, 4)
         agent.peerCalled(peer)
-        try await waitUntil("the link tried again once the peer called", timeout: .milliseconds(1500)) { forwarder.connections >= 5 }
+        // Within 3 s: the fourth wait lasts at least 3.2 s, so only the call can end it sooner.
+        try await waitUntil("the link tried again once the peer called", timeout: .seconds(3)) { forwarder.connections >= 5 }
         running.cancel()
         _ = await running.result
     }
@@ -212,13 +234,41 @@ extension TestListener {
                                 activeTasks: ActiveTasks(), claims: DatabaseClaims(), logger: logger)
     }
 
-    /// This node's link to `peer` at `address`, waiting an hour after each failure or refusal:
-    /// within a test, only a call or a new address brings it back.
-    func patientLink(to peer: PairedPeer, at address: String, databases: [String: ReplicationFilter?]) -> PeerLink {
-        let book = AddressBook()
+    /// This node's link to `peer`, which `book` says is at `address`, waiting an hour after each
+    /// failure or refusal: within a test, only a call or a new address brings it back.
+    func patientLink(to peer: PairedPeer, at address: String, in book: AddressBook = AddressBook(),
+                     databases: [String: ReplicationFilter?]) -> WatchedLink {
         book.configure(uuid: peer.uuid, [address])
         var context = linkContext(book)
         context.retry = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
-        return PeerLink(peer: peer, databases: databases, context: context)
+        return WatchedLink(peer: peer, databases: databases, context: context)
+    }
+}
+
+/// A peer link, with the address it came online at each time it did: what a test reads to know
+/// what the link did before a later event, rather than waiting to see that nothing happens.
+final class WatchedLink: Sendable {
+    let link: PeerLink
+    private let online: Locked<[String]>
+
+    init(peer: PairedPeer, databases: [String: ReplicationFilter?], context: PeerLink.Context) {
+        let (watched, online) = (Locked(Watched()), Locked<[String]>([]))
+        var context = context
+        context.connectionChanged = {
+            guard let connection = watched.withLock({ $0.link })?.connection, connection.state == .online,
+                  let address = connection.address else { return }
+            online.withLock { $0.append(address) }
+        }
+        let link = PeerLink(peer: peer, databases: databases, context: context)
+        self.link = link
+        self.online = online
+        watched.withLock { $0.link = link }
+    }
+
+    /// Where the link came online, in order.
+    var arrivals: [String] { online.withLock { $0 } }
+
+    private struct Watched {
+        weak var link: PeerLink?
     }
 }

@@ -1,5 +1,6 @@
-import JSON
+import AsyncHTTPClient
 import Foundation
+import JSON
 import NIOSSL
 import Store
 @testable import SyncAgent
@@ -54,10 +55,12 @@ final class PeerPullsTests: XCTestCase {
         await pulls.stop(quickly: false)
         XCTAssertNil(pulls.connection)
         XCTAssertEqual(pulls.replications.values.map(\.activity), [.offline, .offline, .offline])
-        do {
+        do throws(EndpointError) {
             try await connection.probe()
             XCTFail("the connection's client was not shut down with the pulls")
-        } catch {}
+        } catch {
+            XCTAssertEqual(error, .unreachable(forwarder.address, ConnectionFailure.plain(HTTPClientError.alreadyShutdown)))
+        }
     }
 
     /// A first-hand pull reads only what entered the group at the peer, over HTTPS, and writes what it

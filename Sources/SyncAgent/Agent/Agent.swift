@@ -69,6 +69,9 @@ public final class Agent: Service, RunningAgent, Sendable {
         listenerConfiguration = listener
         node = try Node(directory: directory, name: configuration.name ?? NodeName.current,
                         maximumDocumentSize: configuration.maximumDocumentSize, logger: logger)
+        // Users, peers and invitations that cannot be read stop the agent here, before it would
+        // take everyone for a stranger; once read, a file broken later keeps its last content.
+        _ = try node.stateFaults()
         self.configurationPath = configurationPath
         self.controlSocket = controlSocket
         self.logger = logger
@@ -228,7 +231,9 @@ public final class Agent: Service, RunningAgent, Sendable {
             peers.append(AgentStatus.Peer(
                 name: peer.name, id: peer.id.description, uuid: peer.uuid, pairedAt: peer.pairedAt,
                 state: connection?.state.rawValue ?? "offline", address: connection?.address,
-                reason: connection?.reason, lastSeen: peer.lastSeen, databases: node.sharing.databases(for: peer),
+                reason: connection?.reason,
+                lastSeen: [node.peers.lastSeen(peer), connection?.onlineUntil].compactMap { $0 }.max(),
+                databases: node.sharing.databases(for: peer),
                 introducedBy: peer.isIntroduced ? peer.introducedBy.map { names[$0] ?? $0.short } : nil))
             let firstHand = link?.firstHand ?? []
             for (database, status) in (link?.replications ?? [:]).sorted(by: { $0.key < $1.key }) {
@@ -253,7 +258,8 @@ public final class Agent: Service, RunningAgent, Sendable {
             node: .init(name: node.name, uuid: identity.uuid, id: identity.id.description, urls: urls,
                         version: SyncdVersion.current, started: started, dataDirectory: catalog.directory),
             discovery: configuration.discovery ? discovery : .init(state: "disabled", reason: nil),
-            peers: peers, replications: replications, databases: databases)
+            peers: peers, replications: replications, databases: databases,
+            unreadableFiles: (try? node.stateFaults()).flatMap { $0.isEmpty ? nil : $0.map(\.description) })
     }
 
     // MARK: Configuration

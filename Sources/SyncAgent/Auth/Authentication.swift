@@ -47,14 +47,14 @@ extension Listener {
     /// failed too often, 503 when too many checks are waiting.
     func checkPassword(name: String, password: String, from address: String) async throws(CouchError) -> UserRecord {
         if let wait = passwordAttempts.wait(for: address) {
-            var error = CouchError(.tooManyRequests, "too_many_requests", "Too many failed logins from this address; retry later.")
-            error.headers[.retryAfter] = String(Int(wait.rounded(.up)))
-            throw error
+            throw CouchError.tooManyFailures("logins", wait: wait)
         }
         do {
-            if let record = try await node.users.verify(name: name, password: password) { return record }
+            if let record = try await node.users.verify(name: name, password: password, from: address) { return record }
         } catch {
-            var busy = CouchError(.serviceUnavailable, "service_unavailable", "Too many logins are being checked; retry later.")
+            // Counted as a failure: an address whose guesses are refused as busy is locked out like any guesser.
+            passwordAttempts.failed(address)
+            var busy = CouchError(.serviceUnavailable, "service_unavailable", "Too many logins are being checked; retry in 1 s.")
             busy.headers[.retryAfter] = "1"
             throw busy
         }

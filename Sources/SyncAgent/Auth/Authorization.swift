@@ -17,11 +17,13 @@ enum DatabaseAccess: Int, Comparable, Sendable {
 }
 
 /// What a route needs.
-enum Requirement: Sendable {
+enum Requirement: Sendable, Equatable {
     /// Anyone, even anonymous: `/`, `/_up`, `/_session`, `/_pair`.
     case open
     /// Any authenticated user or paired peer.
     case authenticated
+    /// A paired peer: a member of the group (`_introductions`).
+    case peer
     /// A server admin (`_admin`).
     case serverAdmin
     /// A server admin, or a user with this role (CouchDB's `_metrics` for the Prometheus endpoint).
@@ -51,7 +53,7 @@ extension Listener {
         } catch where error.status == .unauthorized {
             // A node whose certificate is no paired peer's is told so, not asked for a password.
             if case .stranger(let id) = principal {
-                throw CouchError(.forbidden, "forbidden", "Node \(id.short) \(EndpointError.notPaired)")
+                throw CouchError(.forbidden, EndpointError.notPaired, "Node \(id.short) is not paired with this node.")
             }
             throw error
         }
@@ -67,6 +69,9 @@ extension Listener {
             return
         case .authenticated:
             guard principal.isAuthenticated else { throw Self.unauthorized("Authentication required.", challenge: true) }
+        case .peer:
+            guard principal.isAuthenticated else { throw Self.unauthorized("Authentication required.", challenge: true) }
+            guard principal.peer != nil else { throw CouchError(.forbidden, "forbidden", "Only the group's members may do this.") }
         case .serverAdmin, .serverAdminOr:
             if case .serverAdminOr(let role) = requirement, principal.peer == nil, principal.roles.contains(role) { return }
             guard principal.isAdmin else {
@@ -125,37 +130,20 @@ extension Listener {
         switch route {
         case .root:
             return .open
-        case .server(let name):
-            switch name {
-            case "_up", "_session", "_pair": return .open
-            case "_all_dbs", "_syncd", "_active_tasks", "_scheduler/jobs", "_scheduler/docs": return .serverAdmin
-            // As in CouchDB, a scraper needs no admin password: a user with the role `_metrics` will do.
-            case "_node/_local/_prometheus": return .serverAdminOr(role: "_metrics")
-            // The node's control API: users, peers, invitations.
-            case let path where path.hasPrefix("_syncd/"): return .serverAdmin
-            default: return .authenticated
-            }
+        case .server(let path):
+            // A method the endpoint lacks is answered 405, whoever asks; an unknown path 404, to users.
+            guard let endpoint = ListenerEndpoint.server(path) else { return .authenticated }
+            return endpoint.methods[reads ? .get : method]?.requirement(in: "") ?? .open
         case .database(let name):
             switch method {
             case .get, .head: return .database(name, .read)
             case .post: return .database(name, .write)
             default: return .serverAdmin
             }
-        case .databaseEndpoint(let name, let endpoint):
-            switch endpoint {
-            case "_security": return .database(name, reads ? .read : .admin)
-            case "_compact", "_purge": return .serverAdmin
-            case "_revs_limit", "_purge_infos_limit": return reads ? .database(name, .read) : .serverAdmin
-            case "_bulk_docs", "_ensure_full_commit": return .database(name, .write)
-            // Reads, some of them sent as POST by replicators.
-            case "_changes", "_all_docs", "_revs_diff", "_bulk_get": return .database(name, .read)
-            // Queries read; indexes are design documents, so changing them needs the database's admins.
-            case "_find", "_explain": return .application(name, .read)
-            case let index where index == "_index" || index.hasPrefix("_index/"):
-                return .application(name, reads ? .read : .admin)
-            // Anything else only reads, unless a server admin asks.
-            default: return reads ? .database(name, .read) : .serverAdmin
-            }
+        case .databaseEndpoint(let name, let path):
+            // Another `_name` only reads (it is answered 400), unless a server admin asks.
+            guard let endpoint = ListenerEndpoint.database(path) else { return reads ? .database(name, .read) : .serverAdmin }
+            return endpoint.methods[reads ? .get : method]?.requirement(in: name) ?? .open
         case .local(let name, _):
             return .database(name, reads ? .read : .write)
         case .document(let name, let id), .attachment(let name, let id, _):

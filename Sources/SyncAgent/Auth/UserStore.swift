@@ -43,12 +43,16 @@ public final class UserStore: Sendable {
     /// Stands in for an unknown user's hash, so that checking one costs the same.
     private let decoy: PasswordHash
     private let hashing: NIOThreadPool
-    private let waiting = Atomic<Int>(0)
+    /// The checks waiting for the hashing thread: in all, and from each address.
+    private let waiting = Locked<(all: Int, from: [String: Int])>((0, [:]))
     /// Passwords hashed so far: every check not answered from the cache hashes exactly one.
     private let hashed = Atomic<Int>(0)
     var passwordsHashed: Int { hashed.load(ordering: .relaxed) }
     /// The most password checks waiting for the hashing thread.
     static let maximumWaiting = 16
+    /// The most of them from one address: a guesser on a few addresses leaves the queue
+    /// to others (a check waits behind at most this many per address sending them).
+    static let maximumWaitingPerAddress = 2
 
     /// The users of the data directory `directory`; new passwords are hashed
     /// with `iterations` rounds of PBKDF2 (fewer only for tests).
@@ -66,6 +70,10 @@ public final class UserStore: Sendable {
     /// Rereads the file, which another process may have replaced, telling ``changes()``'
     /// subscribers if the users are not those last read.
     func reread() { file.reread() }
+
+    /// Why the file cannot be read now, if it cannot (the users last read are in use meanwhile);
+    /// throws if it cannot be read and never could.
+    func fault() throws(StateFileError) -> StateFileError? { try file.fault() }
 
     deinit { hashing.shutdownGracefully { _ in } }
 
@@ -104,18 +112,30 @@ public final class UserStore: Sendable {
         return removed
     }
 
-    /// The user if `password` is `name`'s password, else `nil`. Throws
-    /// ``UserStoreError/busy`` when too many checks are already waiting.
-    public func verify(name: String, password: String) async throws(UserStoreError) -> UserRecord? {
+    /// The user if `password` is `name`'s password, else `nil`. Throws ``UserStoreError/busy``
+    /// when too many checks are already waiting, or ``maximumWaitingPerAddress`` from `address`
+    /// (the client's; `nil` for a check no client asked for).
+    public func verify(name: String, password: String, from address: String? = nil) async throws(UserStoreError) -> UserRecord? {
         let record = user(name)
         let hash = record?.password ?? decoy
         let token = Array(HMAC<SHA256>.authenticationCode(for: Array("\(name)\u{0}\(hash.salt)\u{0}\(password)".utf8), using: cacheKey))
         if record != nil, verified.withLock({ $0.contains(token) }) { return record }
-        guard waiting.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumWaiting else {
-            waiting.subtract(1, ordering: .relaxed)
-            throw .busy
+        let admitted = waiting.withLock { waiting in
+            guard waiting.all < Self.maximumWaiting else { return false }
+            if let address {
+                guard waiting.from[address, default: 0] < Self.maximumWaitingPerAddress else { return false }
+                waiting.from[address, default: 0] += 1
+            }
+            waiting.all += 1
+            return true
         }
-        defer { waiting.subtract(1, ordering: .relaxed) }
+        guard admitted else { throw .busy }
+        defer {
+            waiting.withLock { waiting in
+                waiting.all -= 1
+                if let address { waiting.from[address] = waiting.from[address].flatMap { $0 > 1 ? $0 - 1 : nil } }
+            }
+        }
         let matches: Bool
         do {
             matches = try await hashing.runIfActive {

@@ -91,8 +91,10 @@ public struct AgentControl: NodeControl {
 
     public func openDatabase(_ name: String) async throws -> DatabaseSummary {
         guard Catalog.isValidName(name) else { throw NodeControlError.invalid("'\(name)' is not a valid database name") }
-        _ = try await client.request(.PUT, "/" + name)  // 412 when it exists
-        let (status, body) = try await client.request(.GET, "/" + name)
+        // One path segment, whatever the name holds (`a/b` is a database name, not a document path).
+        let path = "/" + PathEncoding.segment(name)
+        _ = try await client.request(.PUT, path)  // 412 when it exists
+        let (status, body) = try await client.request(.GET, path)
         let json = try ControlClient.answer(status, body)
         return DatabaseSummary(uuid: json["uuid"]?.stringValue ?? "", documents: json["doc_count"]?.intValue ?? 0,
                                deleted: json["doc_del_count"]?.intValue ?? 0,

@@ -14,6 +14,14 @@ public struct AgentStatus: Sendable, Codable, Equatable {
     public var replications: [Replication]
     /// The databases in the data directory.
     public var databases: [Database]
+    /// The data directory's state files (users, peers, invitations) that cannot be read now,
+    /// each with why: the agent goes on with what each held when last read. Absent when none.
+    public var unreadableFiles: [String]? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case node, discovery, peers, replications, databases
+        case unreadableFiles = "unreadable_files"
+    }
 
     /// The node: who it is, where it listens, since when.
     public struct Node: Sendable, Codable, Equatable {
@@ -117,6 +125,7 @@ public struct AgentStatus: Sendable, Codable, Equatable {
     /// `syncd status` exits 1 when this is not empty.
     public var problems: [String] {
         var problems: [String] = []
+        for file in unreadableFiles ?? [] { problems.append("\(file); what it last held is in use") }
         if discovery.state == "unavailable" { problems.append("discovery is unavailable: \(discovery.reason ?? "unknown reason")") }
         for peer in peers where peer.state == "offline" {
             problems.append("peer \(peer.name) is offline" + (peer.reason.map { ": \($0)" } ?? ""))

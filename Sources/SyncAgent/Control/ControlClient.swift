@@ -30,9 +30,19 @@ public struct ControlClient: Sendable {
 
         public var description: String {
             switch self {
-            case .noAgent(let path): "no syncd agent is running (no control socket at \(path))"
+            case .noAgent(let path):
+                "no syncd agent is running (no control socket at \(path)): start one with `syncd agent`, or `systemctl start syncd` where the package is installed"
             case .notPermitted(let path): "not allowed to open the agent's control socket \(path) (are you in the syncd group?)"
             case .badAnswer(let why): "the agent's answer could not be read: \(why)"
+            }
+        }
+
+        /// The failure as a CouchDB-style error code, for output read by programs (`syncd status --json`).
+        public var error: String {
+            switch self {
+            case .noAgent: "no_agent"
+            case .notPermitted: "not_permitted"
+            case .badAnswer: "bad_answer"
             }
         }
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 #endif
 import Locking
+import Logging
 
 /// A small JSON file of the data directory (users, paired peers, invitations).
 ///
@@ -14,13 +15,29 @@ import Locking
 /// to ``changes``' subscribers. A change made by another hand (an editor, a tool
 /// replacing the file) is announced once ``reread()`` is called: the agent does
 /// so when the kernel tells it the file changed (``DirectoryWatch``).
+///
+/// A file that another hand left unreadable (cut short, not JSON) does not empty
+/// the state: reads keep the value last read, the error is logged once and kept
+/// in ``fault`` (shown by `syncd status`), and ``update(_:)`` refuses to write over
+/// it. With no value read before, a read throws.
 final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// The file.
     let path: String
     private let empty: Value
-    private let cache = Locked<(stamp: FileStamp, value: Value)?>(nil)
+    private let last = Locked<Reading?>(nil)
     /// Told after each change this value writes.
     let changes = Broadcast<Void>(bufferingPolicy: .bufferingNewest(1))
+    private static var logger: Logger { Logger(label: "syncd.state") }
+
+    /// What the file held when last read whole, and what became of it since.
+    private struct Reading {
+        /// The stamp of the file last read (`nil`: read it again).
+        var stamp: FileStamp?
+        /// Its value, or the one before if it could not be read.
+        var value: Value
+        /// Why the file could not be read, and which version of it.
+        var fault: (error: StateFileError, stamp: FileStamp)?
+    }
 
     /// The file at `path`; `empty` is its value while it does not exist.
     init(path: String, empty: Value) {
@@ -28,31 +45,75 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         self.empty = empty
     }
 
-    /// The value now in the file.
+    /// The value now in the file; the value last read if it has become unreadable.
     func load() throws(StateFileError) -> Value {
-        let stamp = FileStamp(path: path)
-        if let cached = cache.withLock({ $0 }), cached.stamp == stamp { return cached.value }
-        guard let stamp else { return empty }
-        let value: Value
+        guard let stamp = FileStamp(path: path) else {
+            last.withLock { $0 = Reading(stamp: nil, value: empty) }
+            return empty
+        }
+        if let last = last.withLock({ $0 }), last.stamp == stamp { return last.value }
+        do {
+            let value = try read()
+            last.withLock { $0 = Reading(stamp: stamp, value: value) }
+            return value
+        } catch {
+            // Logged by the one read that first finds this version broken (others may be reading it too).
+            let (kept, first): (Value?, Bool) = last.withLock { last in
+                guard var reading = last else { return (nil, false) }
+                let first = reading.fault?.stamp != stamp
+                reading.stamp = stamp
+                reading.fault = (error, stamp)
+                last = reading
+                return (reading.value, first)
+            }
+            guard let kept else { throw error }
+            if first { Self.logger.error("\(error); keeping what it held when last read until it is fixed") }
+            return kept
+        }
+    }
+
+    /// Why the file cannot be read now, if it cannot: its last readable value is in use meanwhile.
+    /// Throws if it cannot be read and never could.
+    func fault() throws(StateFileError) -> StateFileError? {
+        _ = try load()
+        return last.withLock { $0?.fault?.error }
+    }
+
+    /// The file's value, read and decoded now.
+    private func read() throws(StateFileError) -> Value {
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
-            value = try decoder.decode(Value.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            return try decoder.decode(Value.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         } catch let error as DecodingError {
-            throw .unreadable(path, "\(error)")
+            throw .unreadable(path, Self.describe(error))
         } catch {
             throw .unreadable(path, DataDirectory.describe(error))
         }
-        cache.withLock { $0 = (stamp, value) }
-        return value
+    }
+
+    /// A decoding error in a line: what is wrong, and where.
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty: "it is not JSON (cut short, or edited by hand)"
+        case .dataCorrupted(let context): "\(context.debugDescription) at \(location(context.codingPath))"
+        case .keyNotFound(let key, let context): "\(key.stringValue) is missing at \(location(context.codingPath))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            "\(context.debugDescription) at \(location(context.codingPath))"
+        @unknown default: "\(error)"
+        }
+    }
+
+    private static func location(_ keys: [any CodingKey]) -> String {
+        keys.isEmpty ? "the top" : keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
     }
 
     /// Reads the file afresh (another process may have written it) and tells
     /// ``changes``' subscribers if its value is not the one last read.
     func reread() {
-        let before = cache.withLock { cached in
-            defer { cached = nil }
-            return cached?.value
+        let before = last.withLock { last in
+            defer { last?.stamp = nil }
+            return last?.value
         }
         let after = try? load()
         if before == nil || after != before { changes.yield(()) }
@@ -71,8 +132,8 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
             guard errno == EINTR else { throw StateFileError.io(path + ".lock", errno) }
         }
         // Read afresh under the lock: another process may have changed it within the stamp's resolution.
-        cache.withLock { $0 = nil }
-        let original = try load()
+        // Never the value last read in place of an unreadable file: that would overwrite someone's edit.
+        let original = FileStamp(path: path) == nil ? empty : try read()
         var value = original
         let result = try change(&value)
         if value != original {
@@ -89,7 +150,7 @@ final class StateFile<Value: Codable & Sendable & Equatable>: Sendable {
         let data: Data
         do { data = try encoder.encode(value) } catch { throw .unreadable(path, "\(error)") }
         try Self.writeAtomically(data, to: path, mode: 0o600)
-        cache.withLock { $0 = FileStamp(path: path).map { ($0, value) } }
+        last.withLock { $0 = Reading(stamp: FileStamp(path: path), value: value) }
     }
 
     /// Writes `data` to a new file with `mode`, syncs it, and renames it over `path`.

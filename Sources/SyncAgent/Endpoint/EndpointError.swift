@@ -52,12 +52,12 @@ public struct EndpointError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The credentials are missing or do not allow this (401, 403): a read-only side, for instance.
     public var isForbidden: Bool { status == 401 || status == 403 }
 
-    /// How a syncd listener ends the reason it refuses a node's certificate with (403):
-    /// the node is no peer of it, not paired or introduced, or no longer.
-    static let notPaired = "is not paired with this node."
+    /// The error a syncd listener refuses a node's certificate with (403): the node is no
+    /// peer of it, not paired or introduced, or no longer.
+    static let notPaired = "not_paired"
 
     /// A syncd peer refused this node as unknown to it (403, ``notPaired``), not one database.
-    var isNotPaired: Bool { status == 403 && reason.hasSuffix(Self.notPaired) }
+    var isNotPaired: Bool { status == 403 && error == Self.notPaired }
 
     /// Worth retrying later: no answer, a server error, a timeout or throttling.
     /// Everything else (bad credentials, missing database, refused input) needs a person.

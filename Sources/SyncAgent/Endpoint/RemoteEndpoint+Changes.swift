@@ -50,9 +50,7 @@ extension RemoteEndpoint {
                 }
                 group.addTask {
                     try await watch.expire(after: silence)
-                    let milliseconds = silence.components.seconds * 1000 + silence.components.attoseconds / 1_000_000_000_000_000
-                    let time = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-                    throw EndpointError.unreachable(self.displayName, "no answer for \(time) on the continuous changes feed")
+                    throw EndpointError.unreachable(self.displayName, "no answer for \(silence.spoken) on the continuous changes feed")
                 }
                 defer { group.cancelAll() }
                 while let result = try await group.next() {

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import AsyncHTTPClient
 import FoundationEssentials
 import JSON
@@ -130,14 +131,17 @@ extension RemoteEndpoint {
         // Only what was asked for: a server adding documents (or `_local/` ones) is refused.
         var answers = RequestedAnswers(requests, endpoint: displayName)
         let type = response.headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
+        let progress = progress(of: response, answering: "POST \(path)")
+        defer { progress.stop() }
         do {
             if let type, type.type.hasPrefix("multipart/"), let boundary = type.boundary {
                 // CouchDB's multipart answer: a part per revision (a document can have several
                 // leaves), so parts are bounded by what was asked, with room for conflicts.
                 let reader = MultipartRevisionReader(
-                    boundary: boundary, body: response.body, maximumParts: docs.count * ReplicatorTuning.leavesPerAskedRevision,
+                    boundary: boundary, body: progress.body, maximumParts: docs.count * ReplicatorTuning.leavesPerAskedRevision,
                     documentLimit: documentLimit, attachmentLimit: configuration.maximumAttachmentSize, staging: staging)
                 while let answer = try await reader.next() {
+                    progress.progressed()
                     let id = try answers.document(for: answer)
                     await deliver(answers.checked(revision(from: answer.json, id: id, files: answer.files)), ancestors[id] ?? [])
                 }
@@ -148,8 +152,9 @@ extension RemoteEndpoint {
                 var splitter = ResultsSplitter(limit: documentLimit)
                 var results = 0
                 do {
-                    for try await chunk in response.body {
+                    for try await chunk in progress.body {
                         for element in try splitter.elements(in: chunk.readableBytesView) {
+                            progress.progressed()
                             results += 1
                             // CouchDB answers one result for each revision asked.
                             guard results <= docs.count else {
@@ -248,24 +253,24 @@ extension RemoteEndpoint {
             }
             let type = response.headers.first(name: "Content-Type").map { MediaType(parsing: $0) }
             if type?.type == "multipart/mixed", let boundary = type?.boundary {
+                let progress = progress(of: response, answering: "GET \(path)")
+                defer { progress.stop() }
                 let reader = MultipartRevisionReader(
-                    boundary: boundary, body: response.body, maximumParts: request.missing.count * ReplicatorTuning.leavesPerAskedRevision,
+                    boundary: boundary, body: progress.body, maximumParts: request.missing.count * ReplicatorTuning.leavesPerAskedRevision,
                     documentLimit: documentLimit, attachmentLimit: configuration.maximumAttachmentSize, staging: staging)
                 var fetched: [FetchedRevision] = []
                 while let answer = try await reader.next() {
+                    progress.progressed()
                     fetched.append(revision(from: answer.json, id: request.id, files: answer.files))
                 }
                 return .success(fetched)
             }
             // A server that answers JSON whatever the Accept header says: attachments inline,
             // the whole answer within the document bound.
-            let bytes: ByteBuffer
-            do {
-                bytes = try await response.body.collect(upTo: documentLimit)
-            } catch is NIOTooManyBytesError {
-                return .failure(.badResponse(displayName, "\(request.id) is larger than the document bound of \(configuration.maximumDocumentSize) bytes"
-                                             + " (max_document_size; attachments beside it come as multipart parts, but this server sends them inline)"))
-            }
+            let bytes = try await collect(
+                response, answering: "GET \(path)", limit: documentLimit,
+                tooLarge: "\(request.id) is larger than the document bound of \(configuration.maximumDocumentSize) bytes"
+                    + " (max_document_size; attachments beside it come as multipart parts, but this server sends them inline)")
             guard case .array(let answers)? = try? JSON(parsing: bytes.readableBytesView) else {
                 return .failure(.badResponse(displayName, "open_revs answered neither multipart nor a JSON array"))
             }

@@ -100,7 +100,7 @@ extension RemoteEndpoint {
                                       accept: "application/json", contentType: contentType, timeout: timeout)
         let status = Int(response.status.code)
         guard status >= 400 else {
-            _ = try? await response.body.collect(upTo: ReplicatorTuning.largestErrorAnswer)
+            _ = try? await collect(response, answering: "PUT \(path)", limit: ReplicatorTuning.largestErrorAnswer)
             return nil
         }
         let failure = await error(answering: response)

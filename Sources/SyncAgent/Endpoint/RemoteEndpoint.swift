@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import AsyncHTTPClient
 import FoundationEssentials
 import JSON
@@ -28,6 +29,8 @@ public final class RemoteEndpoint: Endpoint {
         public var requestTimeout: Duration
         /// The longest to wait for a connection.
         public var connectTimeout: Duration
+        /// The longest an answer's body may be waited on without progress (a complete row or part): see ``AnswerProgress``.
+        public var progressTimeout = ReplicatorTuning.progressTimeout
         /// The node identity presented as TLS client certificate to a pinned
         /// peer (mutual TLS: how a paired peer authenticates); `nil` presents none.
         public var clientIdentity: NodeIdentity?
@@ -238,26 +241,41 @@ public final class RemoteEndpoint: Endpoint {
     ) async throws(EndpointError) -> (status: Int, headers: HTTPHeaders, body: ByteBuffer) {
         let response = try await send(method, path, query: query, body: body, accept: accept, contentType: contentType,
                                       timeout: configuration.requestTimeout)
-        let bytes = try await collect(response, answering: method, path, limit: limit)
+        let bytes = try await collect(response, answering: "\(method) \(path)", limit: limit)
         return (Int(response.status.code), response.headers, bytes)
     }
 
-    /// The whole body of `response`, the answer to `method path`; more than `limit` bytes is a `bad_response`.
-    func collect(_ response: HTTPClientResponse, answering method: HTTPMethod, _ path: String,
-                 limit: Int) async throws(EndpointError) -> ByteBuffer {
+    /// The whole body of `response`, the answer to `what` (`GET /db/doc`); more than `limit` bytes
+    /// is a `bad_response` (saying `tooLarge`, if given). Watched for progress (``AnswerProgress``).
+    func collect(_ response: HTTPClientResponse, answering what: String,
+                 limit: Int, tooLarge: String? = nil) async throws(EndpointError) -> ByteBuffer {
+        let progress = progress(of: response, answering: what)
+        defer { progress.stop() }
+        var collected = ByteBuffer()
         do {
-            return try await response.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw .badResponse(displayName, "\(method) \(path) answered more than \(limit >> 20) MiB")
+            for try await chunk in progress.body {
+                guard collected.readableBytes + chunk.readableBytes <= limit else {
+                    throw EndpointError.badResponse(displayName, tooLarge ?? "\(what) answered more than \(limit >> 20) MiB")
+                }
+                collected.writeImmutableBuffer(chunk)
+            }
+            return collected
+        } catch let error as EndpointError {
+            throw error
         } catch {
-            throw .unreachable(displayName, "reading the answer to \(method) \(path) failed: \(ConnectionFailure.plain(error))")
+            throw .unreachable(displayName, "reading the answer to \(what) failed: \(ConnectionFailure.plain(error))")
         }
+    }
+
+    /// Reads `response`'s body, the answer to `what`, watched for progress (``AnswerProgress``).
+    func progress(of response: HTTPClientResponse, answering what: String) -> AnswerProgress {
+        AnswerProgress(response, endpoint: displayName, answering: what, limit: configuration.progressTimeout)
     }
 
     /// The error of an answer with an error status: its CouchDB error body (read up to
     /// ``ReplicatorTuning/largestErrorAnswer``) as an ``EndpointError``.
     func error(answering response: HTTPClientResponse) async -> EndpointError {
-        let bytes = try? await response.body.collect(upTo: ReplicatorTuning.largestErrorAnswer)
+        let bytes = try? await collect(response, answering: "an error answer", limit: ReplicatorTuning.largestErrorAnswer)
         return error(status: Int(response.status.code), body: bytes.flatMap { try? JSON(parsing: $0.readableBytesView) })
     }
 

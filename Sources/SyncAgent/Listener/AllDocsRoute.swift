@@ -51,7 +51,7 @@ extension CouchResponder {
                     count += 1
                     Self.writeRow(row, includeDocuments: options.includeDocuments, conflicts: conflicts, to: &output)
                 }
-                if output.count >= 64 << 10 {
+                if output.count >= Self.flushSize {
                     try await writer.write(ByteBuffer(bytes: output))
                     output.removeAll(keepingCapacity: true)
                 }

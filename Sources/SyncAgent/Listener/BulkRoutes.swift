@@ -93,7 +93,7 @@ extension CouchResponder {
                 let (part, end) = try await NIOThreadPool.singleton.runIfActive { () -> ([UInt8], Int) in
                     var output: [UInt8] = []
                     var index = start
-                    while index < reads.count && output.count < Self.bulkGetPartSize {
+                    while index < reads.count && output.count < Self.flushSize {
                         if index > 0 { output.append(UInt8(ascii: ",")) }
                         output += reads[index].answer(in: db, latest: latest)
                         index += 1
@@ -106,9 +106,6 @@ extension CouchResponder {
             try await writer.write(ByteBuffer(string: "]}\n"))
         }
     }
-
-    /// About how many bytes of a `_bulk_get` answer are rendered before they are written.
-    static var bulkGetPartSize: Int { 64 << 10 }
 
     /// `_bulk_get` as CouchDB answers a client that accepts `multipart/mixed` and not
     /// JSON: a part per revision, `application/json` for a document without attachments,
@@ -128,7 +125,7 @@ extension CouchResponder {
                 (multipart, next) = try await NIOThreadPool.singleton.runIfActive { () -> (MultipartWriter, Int) in
                     var rendered = rendering
                     var index = start
-                    while index < reads.count && MultipartSegment.length(of: rendered.segments) < Self.bulkGetPartSize {
+                    while index < reads.count && MultipartSegment.length(of: rendered.segments) < Self.flushSize {
                         reads[index].parts(in: db, latest: latest, into: &rendered)
                         index += 1
                     }

@@ -49,7 +49,10 @@ extension CouchResponder {
         }
     }
 
-    /// A chunked JSON answer written by `body`.
+    /// About how many bytes of a streamed answer (a feed, a listing, `_bulk_get`) are gathered before they are written.
+    static let flushSize = 64 << 10
+
+    /// A chunked JSON answer written by `body`, in writes of about ``flushSize``.
     static func streamingJSON(_ body: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void) -> Response {
         Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody { writer in
             try await body(&writer)
@@ -116,7 +119,7 @@ extension CouchResponder {
                 first = false
                 ChangeRow.write(change, conflicts: request.conflicts, to: &output)
             }
-            if output.count >= 64 << 10 {
+            if output.count >= Self.flushSize {
                 try await writer.write(ByteBuffer(bytes: output))
                 output.removeAll(keepingCapacity: true)
             }

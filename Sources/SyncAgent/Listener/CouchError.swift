@@ -26,6 +26,14 @@ struct CouchError: Error, Sendable {
 
     static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
     static func notFound(_ reason: String = "missing") -> CouchError { CouchError(.notFound, "not_found", reason) }
+    /// 429 to an address that failed too often at `what` ("logins"): the reason, and
+    /// `Retry-After`, say in how many seconds (`wait`, rounded up) to try again.
+    static func tooManyFailures(_ what: String, wait: Double) -> CouchError {
+        let seconds = max(1, Int(wait.rounded(.up)))
+        var error = CouchError(.tooManyRequests, "too_many_requests", "Too many failed \(what) from this address; retry in \(seconds) s.")
+        error.headers[.retryAfter] = String(seconds)
+        return error
+    }
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Method not allowed for this resource.")
     static let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
     static let notJSON = CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")

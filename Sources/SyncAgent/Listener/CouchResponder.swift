@@ -60,12 +60,16 @@ struct CouchResponder: HTTPResponder {
         case .root:
             guard method == .get else { throw CouchError.methodNotAllowed }
             return try welcome()
-        case .server(let name):
-            return try await server(name, method: method, &exchange)
+        case .server(let path):
+            guard let endpoint = ListenerEndpoint.server(path) else { throw CouchError.notFound("missing") }
+            return try await answer(endpoint, path: path, database: nil, method: method, &exchange)
         case .database(let name):
             return try await database(name, method: method, &exchange)
-        case .databaseEndpoint(let name, let endpoint):
-            return try await databaseEndpoint(endpoint, of: try open(name), method: method, &exchange)
+        case .databaseEndpoint(let name, let path):
+            guard let endpoint = ListenerEndpoint.database(path) else {
+                throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
+            }
+            return try await answer(endpoint, path: path, database: name, method: method, &exchange)
         case .local(let name, let id):
             return try await local(id, in: try open(name), method: method, &exchange)
         case .document(let name, let id):
@@ -75,45 +79,13 @@ struct CouchResponder: HTTPResponder {
         }
     }
 
-    private func databaseEndpoint(_ endpoint: String, of db: Database, method: HTTPRequest.Method,
-                                  _ exchange: inout Exchange) async throws -> Response {
-        switch (endpoint, method) {
-        case ("_changes", .get), ("_changes", .post): return try await changes(db, &exchange)
-        case ("_bulk_docs", .post): return try await bulkDocs(db, &exchange)
-        case ("_bulk_get", .post): return try await bulkGet(db, &exchange)
-        case ("_revs_diff", .post): return try await revsDiff(db, &exchange)
-        case ("_all_docs", .get), ("_all_docs", .post): return try await allDocs(db, &exchange)
-        case ("_find", .post): return try await find(db, &exchange)
-        case ("_explain", .post): return try await explain(db, &exchange)
-        case (let path, _) where path == "_index" || path.hasPrefix("_index/"): return try await index(path, of: db, method: method, &exchange)
-        case ("_ensure_full_commit", .post):
-            try await db.ensureFullCommit()
-            return Self.json(["ok": true, "instance_start_time": .string(String(db.instanceStartTime))], status: .created)
-        case ("_revs_limit", .get): return Self.json(.number(Double(try db.revsLimit())))
-        case ("_revs_limit", .put):
-            let body = try await exchange.readJSON(limit: configuration.maximumRequestSize)
-            guard let limit = body.intValue, limit > 0 else { throw CouchError.badRequest("revs_limit must be a positive integer") }
-            try await db.setRevsLimit(limit)
-            return Self.json(["ok": true])
-        case ("_security", .get):
-            return Self.json(try db.security() ?? SecurityObject.adminOnly)
-        case ("_security", .put):
-            let security = JSON.object(try await exchange.readObject(limit: 1 << 20))
-            try SecurityObject.validate(security)
-            try await db.setSecurity(security)
-            return Self.json(["ok": true])
-        case ("_purge", .post): return try await purge(db, &exchange)
-        case ("_purge_infos_limit", .get): return Self.json(.number(Double(try db.purgeInfosLimit())))
-        case ("_purge_infos_limit", .put): return try await setPurgeInfosLimit(db, &exchange)
-        case ("_compact", .post):
-            try await db.compact()
-            return Self.json(["ok": true], status: .accepted)
-        case ("_changes", _), ("_bulk_docs", _), ("_bulk_get", _), ("_revs_diff", _), ("_all_docs", _),
-             ("_ensure_full_commit", _), ("_revs_limit", _), ("_compact", _), ("_security", _), ("_purge", _),
-             ("_purge_infos_limit", _), ("_find", _), ("_explain", _):
-            throw CouchError.methodNotAllowed
-        default:
-            throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
+    /// Answers with `endpoint` at `path` (of the database `database`, if any): 405 for a method it lacks.
+    private func answer(_ endpoint: ListenerEndpoint, path: String, database: String?, method: HTTPRequest.Method,
+                        _ exchange: inout Exchange) async throws -> Response {
+        guard endpoint.methods[method] != nil else { throw CouchError.methodNotAllowed }
+        switch endpoint.handler {
+        case .server(let handler): return try await handler(self, path, method, &exchange)
+        case .database(let handler): return try await handler(self, try open(database ?? ""), path, method, &exchange)
         }
     }
 
@@ -159,6 +131,9 @@ struct Exchange {
     var mediaType: String? {
         request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingWhitespace().lowercased() }
     }
+
+    /// The most a body of a few fields (credentials, a pairing, a node command) may hold.
+    static let smallBodyLimit = 64 << 10
 
     /// Collects the body, refusing more than `limit` bytes with 413.
     mutating func readBody(limit: Int) async throws -> ByteBuffer {

@@ -29,6 +29,24 @@ extension CouchResponder {
     }
 
     /// Database info as CouchDB's `GET /{db}` answers it, plus the database's `uuid`.
+    /// `GET`/`PUT /{db}/_security`: who may read and change the database.
+    func security(_ db: Database, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
+        guard method == .put else { return Self.json(try db.security() ?? SecurityObject.adminOnly) }
+        let security = JSON.object(try await exchange.readObject(limit: 1 << 20))
+        try SecurityObject.validate(security)
+        try await db.setSecurity(security)
+        return Self.json(["ok": true])
+    }
+
+    /// `GET`/`PUT /{db}/_revs_limit`: how many revisions of history each document keeps.
+    func revsLimit(_ db: Database, method: HTTPRequest.Method, _ exchange: inout Exchange) async throws -> Response {
+        guard method == .put else { return Self.json(.number(Double(try db.revsLimit()))) }
+        let body = try await exchange.readJSON(limit: configuration.maximumRequestSize)
+        guard let limit = body.intValue, limit > 0 else { throw CouchError.badRequest("revs_limit must be a positive integer") }
+        try await db.setRevsLimit(limit)
+        return Self.json(["ok": true])
+    }
+
     static func info(_ info: DatabaseInfo) -> JSON {
         [
             "db_name": .string(info.name),

@@ -47,7 +47,7 @@ extension CouchResponder {
                     case .missing(let revision):
                         JSON.object(["missing": .string(revision.description)]).write(to: &output)
                     }
-                    if output.count >= 64 << 10 {
+                    if output.count >= Self.flushSize {
                         try await writer.write(ByteBuffer(bytes: output))
                         output.removeAll(keepingCapacity: true)
                     }

@@ -6,7 +6,7 @@ import Store
 /// `POST /{db}/_find`, `POST /{db}/_explain`, `GET`/`POST /{db}/_index` and
 /// `DELETE /{db}/_index/{ddoc}/json/{name}`. Authorization (users only, never
 /// paired peers; indexes need the database's admins) is decided before, in
-/// ``Listener/requirement(route:method:)``.
+/// ``ListenerEndpoint/databaseEndpoints``.
 extension CouchResponder {
     func find(_ db: Database, _ exchange: inout Exchange) async throws -> Response {
         let query = try FindQuery(try await Self.readQueryBody(&exchange, limit: configuration.maximumRequestSize))

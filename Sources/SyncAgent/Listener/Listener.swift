@@ -200,8 +200,10 @@ extension Listener {
     /// group), where every request is the data directory's owner: how other
     /// `syncd` commands work through a running agent (`syncd status`,
     /// `replicate` to a local database). A stale socket file is replaced;
-    /// `onBound` runs once the socket accepts.
+    /// `onBound` runs once the socket accepts. A path longer than a Unix socket's address
+    /// holds throws ``ControlSocketPathTooLong``.
     public func controlService(path: String, onBound: @escaping @Sendable () -> Void = {}) throws -> some Service {
+        guard path.utf8.count <= ControlSocketPathTooLong.longest else { throw ControlSocketPathTooLong(path: path) }
         unlink(path)
         let logger = logger
         return HTTPService(
@@ -214,5 +216,17 @@ extension Listener {
             },
             logger: logger
         )
+    }
+}
+
+/// A control socket path longer than a Unix socket's address holds (107 bytes on Linux).
+public struct ControlSocketPathTooLong: Error, CustomStringConvertible {
+    /// The path asked for.
+    public let path: String
+    static let longest = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    public var description: String {
+        "the control socket path \(path) is \(path.utf8.count) bytes long; a Unix socket's may have \(Self.longest) at most: "
+            + "use a shorter data directory, or --control-socket PATH"
     }
 }

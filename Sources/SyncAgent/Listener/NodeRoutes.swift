@@ -26,7 +26,7 @@ extension CouchResponder {
             case ("users", nil, .get):
                 return try Self.encoded(["users": try await node.users()])
             case ("users", let name?, .put):
-                let body = try await exchange.readObject(limit: 64 << 10)
+                let body = try await exchange.readObject(limit: Exchange.smallBodyLimit)
                 let roles = body["roles"]?.arrayValue.map { $0.compactMap(\.stringValue) }
                 return try Self.encoded(try await node.setUser(name, password: body["password"]?.stringValue ?? "", roles: roles))
             case ("users", let name?, .delete):
@@ -35,14 +35,14 @@ extension CouchResponder {
             case ("peers", nil, .get):
                 return try Self.encoded(["peers": try await node.peers()])
             case ("peers", nil, .post):
-                let body = try await exchange.readObject(limit: 64 << 10)
+                let body = try await exchange.readObject(limit: Exchange.smallBodyLimit)
                 guard let url = body["url"]?.stringValue else { throw CouchError.badRequest("the invitation URL is missing") }
                 let port = body["port"]?.intValue.flatMap { (1...65535).contains($0) ? $0 : nil }
                 return try Self.encoded(try await node.join(url, port: port, introduce: body["introduce"]?.boolValue ?? true))
             case ("peers", let text?, .delete):
                 return try Self.encoded(try await node.removePeer(text))
             case ("invitations", nil, .post):
-                let body = try await exchange.readObject(limit: 64 << 10)
+                let body = try await exchange.readObject(limit: Exchange.smallBodyLimit)
                 let databases = (body["databases"]?.arrayValue ?? []).compactMap(\.stringValue)
                 guard let seconds = body["lifetime"]?.intValue, (1...7 * 86_400).contains(seconds) else {
                     throw CouchError.badRequest("lifetime must be a number of seconds up to a week")

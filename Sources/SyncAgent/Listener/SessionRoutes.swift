@@ -49,14 +49,14 @@ extension CouchResponder {
     /// Name and password from a JSON or form-encoded body.
     private func credentials(_ exchange: inout Exchange) async throws -> (String, String) {
         if exchange.mediaType == "application/x-www-form-urlencoded" {
-            let body = try await exchange.readBody(limit: 64 << 10)
+            let body = try await exchange.readBody(limit: Exchange.smallBodyLimit)
             let form = QueryParameters(String(decoding: body.readableBytesView, as: UTF8.self))
             guard let name = form["name"], let password = form["password"] else {
                 throw CouchError.badRequest("name and password are required")
             }
             return (name, password)
         }
-        let body = try await exchange.readObject(limit: 64 << 10)
+        let body = try await exchange.readObject(limit: Exchange.smallBodyLimit)
         guard let name = body["name"]?.stringValue, let password = body["password"]?.stringValue else {
             throw CouchError.badRequest("name and password are required")
         }

@@ -67,6 +67,13 @@ public final class Node: Sendable {
         self.activeTasks = activeTasks
     }
 
+    /// The files of users, peers and invitations that cannot be read now, each with why: what each
+    /// held when last read stays in use, so a hand edit that breaks one does not make strangers of
+    /// the peers. Throws if one cannot be read and never could in this process.
+    public func stateFaults() throws(StateFileError) -> [StateFileError] {
+        try [users.fault(), peers.fault(), invitations.fault()].compactMap { $0 }
+    }
+
     /// CouchDB's default `max_document_size`: 8,000,000 bytes.
     public static let defaultMaximumDocumentSize = Database.Options().maximumDocumentSize
 

@@ -10,6 +10,8 @@ import Hummingbird
 /// only from one that is an invitation's characters (no quote can reach the shell):
 /// the fragment (and so the secret) never reaches the server, and the page loads
 /// nothing and sends nothing anywhere (its Content-Security-Policy forbids it).
+/// While none is open, such a request for `/` (the default invitation's address) gets
+/// a page saying so and how to get a new one, not the API's JSON welcome.
 /// Every other request goes on to the CouchDB API.
 struct InvitationPageMiddleware: MiddlewareProtocol {
     typealias Input = Request
@@ -23,11 +25,20 @@ struct InvitationPageMiddleware: MiddlewareProtocol {
               request.headers[.accept]?.contains("text/html") == true,
               request.headers[.authorization] == nil, request.headers[.cookie] == nil,
               let databases = Self.databases(inPath: request.uri.path),
-              let invitations = try? listener.node.invitations.all(),
-              invitations.contains(where: { $0.isOpen() && $0.databases == databases })
+              let invitations = try? listener.node.invitations.all()
         else { return try await next(request, context) }
-        return CouchResponder.bytesResponse(Array(InvitationPage.html(name: listener.node.name, id: listener.node.identity.id).utf8),
-                                            headers: InvitationPage.headers, contentType: "text/html; charset=utf-8")
+        let (name, id) = (listener.node.name, listener.node.identity.id)
+        if invitations.contains(where: { $0.isOpen() && $0.databases == databases }) {
+            return Self.page(InvitationPage.html(name: name, id: id))
+        }
+        guard databases == [InvitationURL.defaultDatabase], request.uri.path.drop(while: { $0 == "/" }).isEmpty else {
+            return try await next(request, context)
+        }
+        return Self.page(InvitationPage.closed(name: name))
+    }
+
+    private static func page(_ html: String) -> Response {
+        CouchResponder.bytesResponse(Array(html.utf8), headers: InvitationPage.headers, contentType: "text/html; charset=utf-8")
     }
 
     /// The databases an invitation URL's path names: none is the default database.
@@ -98,6 +109,27 @@ enum InvitationPage {
           }
         });
         </script>
+        </body>
+        </html>
+
+        """
+    }
+
+    /// The page while no invitation is open: the code was used, cancelled or has expired.
+    static func closed(name: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>No open invitation – syncd</title>
+        <style>body { font-family: system-ui, sans-serif; max-width: 40em; margin: 1.5em auto; padding: 0 1em; line-height: 1.45; }</style>
+        </head>
+        <body>
+        <h1>No pairing invitation of <q>\(escaped(name))</q> is open</h1>
+        <p>This is a <strong>syncd</strong> node. The invitation this code held has been used, cancelled or
+        has expired. For a new one, run <code>syncd pair</code> on <q>\(escaped(name))</q>.</p>
         </body>
         </html>
 

@@ -67,6 +67,10 @@ public final class InvitationStore: Sendable {
     /// subscribers if the invitations are not those last read.
     func reread() { file.reread() }
 
+    /// Why the file cannot be read now, if it cannot (the invitations last read are in use meanwhile);
+    /// throws if it cannot be read and never could.
+    func fault() throws(StateFileError) -> StateFileError? { try file.fault() }
+
     /// Makes an invitation to the databases, valid for `lifetime`, and returns it with its secret
     /// (128 random bits, base32), which is shown once and kept nowhere.
     public func create(databases: [String], lifetime: Duration, introduce: Bool = true) throws -> (invitation: Invitation, secret: String) {

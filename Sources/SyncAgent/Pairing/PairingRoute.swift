@@ -16,9 +16,7 @@ extension CouchResponder {
     func pair(_ exchange: inout Exchange) async throws -> Response {
         let address = exchange.context.clientAddress
         if let wait = listener.pairingAttempts.wait(for: address) {
-            var error = CouchError(.tooManyRequests, "too_many_requests", "Too many failed pairing attempts from this address; retry later.")
-            error.headers[.retryAfter] = String(Int(wait.rounded(.up)))
-            throw error
+            throw CouchError.tooManyFailures("pairing attempts", wait: wait)
         }
         guard let client = await listener.connections.client(of: exchange.context.channel) else {
             throw CouchError.badRequest("Pairing needs HTTPS with the joining node's certificate as client certificate.")
@@ -34,7 +32,7 @@ extension CouchResponder {
             listener.logger.warning("pairing refused from \(address): node UUID \(uuid) is paired with \(taken.id.short), not \(client.id.short)")
             throw CouchError(.forbidden, "forbidden", "Pairing refused: node UUID \(uuid) is already paired with another ID.")
         }
-        let body = try await exchange.readObject(limit: 64 << 10)
+        let body = try await exchange.readObject(limit: Exchange.smallBodyLimit)
         guard let secret = body["secret"]?.stringValue, !secret.isEmpty, secret.utf8.count <= 128 else {
             throw CouchError.badRequest("The invitation secret is missing.")
         }

@@ -9,7 +9,7 @@ import NIOHTTP1
 /// (``PeerStore/record(_:from:)``), which recomputes the group and tells the agent.
 /// A member that does not serve introductions (an older syncd: 404) is left alone;
 /// a failed or refused request (the member may not have heard of this node yet) is
-/// tried again after a pause, from a second doubling to 30 s.
+/// tried again after a pause (``ReplicatorTuning/introductionRetry``).
 struct IntroductionFeed: Sendable {
     /// The member followed.
     let member: PairedPeer
@@ -19,13 +19,8 @@ struct IntroductionFeed: Sendable {
     let peers: PeerStore
     let logger: Logger
 
-    /// How long the member may hold a request before answering that nothing changed: five
-    /// minutes, with a heartbeat (a newline) every ``heartbeat`` so the connection's read
-    /// timeout, which cuts a request silent that long, never does. A quiet pair of members
-    /// then costs one request each way per five minutes, on the connection they keep.
-    static let wait: Duration = .seconds(300)
-
-    /// How often the member writes while it holds the request: within the read timeout.
+    /// How often the member writes (a newline) while it holds the request
+    /// (``ReplicatorTuning/introductionWait``): within the read timeout, which cuts a request silent that long.
     var heartbeat: Duration { connection.readTimeout * 4 / 5 }
 
     /// Follows until cancelled, or until the member says it will not answer.
@@ -49,21 +44,21 @@ struct IntroductionFeed: Sendable {
             } catch {
                 failures += 1
                 if failures == 1 { logger.info("introductions from \(member.name) unavailable: \(error); trying again") }
-                try? await Task.sleep(for: .seconds(min(30, 1 << min(failures - 1, 5))))
+                try? await Task.sleep(for: ReplicatorTuning.introductionRetry.delay(afterFailures: failures))
             }
         }
     }
 
     /// One answer; `nil` when the member does not serve introductions (404).
     private func fetch(since tag: String?, heartbeats: Bool) async throws -> (tag: String, introductions: [Introduction])? {
-        let wait = heartbeats ? Self.wait : heartbeat
+        let wait = heartbeats ? ReplicatorTuning.introductionWait : heartbeat
         var url = "https://\(connection.address)/_introductions?timeout=\(Int(wait / .milliseconds(1)))"
         if heartbeats { url += "&heartbeat=\(Int(heartbeat / .milliseconds(1)))" }
         if let tag { url += "&since=\(tag)" }
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
-        let response = try await connection.client.execute(request, deadline: .now() + TimeAmount(wait + .seconds(15)))
-        let body = try await response.body.collect(upTo: 1 << 20)
+        let response = try await connection.client.execute(request, deadline: .now() + TimeAmount(wait + ReplicatorTuning.introductionGrace))
+        let body = try await response.body.collect(upTo: ReplicatorTuning.largestIntroductions)
         switch response.status.code {
         case 200:
             guard let json = try? JSON(parsing: body.readableBytesView), let answer = Introduction.parse(answer: json) else {

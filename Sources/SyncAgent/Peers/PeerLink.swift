@@ -53,6 +53,8 @@ final class PeerLink: Sendable {
         var reason: String?
         /// Offline, and not reached since: the agent's ``FeedRing`` leaves the peer out.
         var away = false
+        /// When the link was last online, if it has been and is no longer.
+        var onlineUntil: Date?
         /// A ``Wake/called`` was sent and no wake read since: calls in a burst make one wake, never
         /// crowding out the others (and one crowded out itself does not silence the calls after it).
         var callPending = false
@@ -100,9 +102,9 @@ final class PeerLink: Sendable {
     /// Whether the peer is away: offline, and not reached since.
     var isAway: Bool { state.withLock { $0.away } }
 
-    /// The peer's state, address in use and, when offline, why.
-    var connection: (state: ConnectionState, address: String?, reason: String?) {
-        state.withLock { ($0.state, $0.address, $0.reason) }
+    /// The peer's state, address in use and, when offline, why and until when it was online.
+    var connection: (state: ConnectionState, address: String?, reason: String?, onlineUntil: Date?) {
+        state.withLock { ($0.state, $0.address, $0.reason, $0.onlineUntil) }
     }
 
     /// Each database's pull: its state now, and its counts since the agent started
@@ -274,6 +276,7 @@ final class PeerLink: Sendable {
 
     private func set(_ new: ConnectionState, reason: String?) {
         state.withLock { state in
+            if state.state == .online && new != .online { state.onlineUntil = Date() }
             state.state = new
             state.address = new == .online ? state.address : nil
             state.reason = reason

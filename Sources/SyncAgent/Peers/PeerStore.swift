@@ -68,6 +68,10 @@ public final class PeerStore: Sendable {
     /// subscribers if the peers are not those last read.
     func reread() { file.reread() }
 
+    /// Why the file cannot be read now, if it cannot (the peers last read are in use meanwhile);
+    /// throws if it cannot be read and never could.
+    func fault() throws(StateFileError) -> StateFileError? { try file.fault() }
+
     /// Every member: the peers paired with here directly, in pairing order, then those introduced.
     public func all() throws -> [PairedPeer] {
         members(of: try file.load())
@@ -228,6 +232,12 @@ public final class PeerStore: Sendable {
         }
         guard let due else { return }
         try? file.update(announced: false) { file in Self.note(due, moving: nil, in: &file) }
+    }
+
+    /// When `peer` last made a request here: its sighting not yet written, if newer than the file's.
+    public func lastSeen(_ peer: PairedPeer) -> Date? {
+        let unwritten = sightings.withLock { $0.unwritten[peer.id] }
+        return [peer.lastSeen, unwritten].compactMap { $0 }.max()
     }
 
     /// Writes the times peers were seen into `file`, and one peer's new address.

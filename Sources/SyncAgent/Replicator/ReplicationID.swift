@@ -1,4 +1,5 @@
 import Crypto
+import Store
 
 /// The name of a replication's checkpoints: `_local/<id>` on both sides.
 ///
@@ -34,10 +35,7 @@ public struct ReplicationID: Sendable, Hashable, CustomStringConvertible {
         if firstHandOnly { parts.append("first-hand") }
         if let filterCode { parts.append("code:" + filterCode) }
         let recipe = parts.joined(separator: "\n")
-        value = SHA256.hash(data: Array(recipe.utf8)).map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-        }.joined()
+        value = Hex.string(SHA256.hash(data: Array(recipe.utf8)))
     }
 
     /// The id for a source and a target: the local side is the source for a push,

@@ -41,8 +41,7 @@ struct ReplicationSession: Sendable {
         var feed = ChangeFeedRequest(
             since: since, continuous: configuration.continuous, batchSize: configuration.batchSize,
             filter: configuration.filter,
-            heartbeatMilliseconds: Int(configuration.heartbeat.components.seconds * 1000
-                + configuration.heartbeat.components.attoseconds / 1_000_000_000_000_000),
+            heartbeatMilliseconds: Int(configuration.heartbeat.wholeMilliseconds),
             targetWinners: target.recentWinnerTexts
         )
         feed.firstHandOnly = configuration.firstHandOnly

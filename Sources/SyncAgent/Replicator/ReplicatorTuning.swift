@@ -1,8 +1,8 @@
 import NIOCore
 
 /// The replicator's and the peer links' tuning constants, each with the reason for its value,
-/// in one place as couchbase-lite-core keeps its `ReplicatorTuning.hh`. The listener's own
-/// limits are in `ListenerLimits`. Those that public default arguments use are public.
+/// in one place as couchbase-lite-core keeps its `ReplicatorTuning.hh`. The listener's limits
+/// on connections are in `ListenerLimits`. Those that public default arguments use are public.
 public enum ReplicatorTuning {
     // MARK: Changes feed
 
@@ -57,6 +57,15 @@ public enum ReplicatorTuning {
     /// How many `GET doc?open_revs=` requests (one per document) run at once where the
     /// source has no `_bulk_get`: a few.
     static let openRevisionsAtOnce = 8
+
+    /// How long a remote may be waited on without progress in an answer (``AnswerProgress``:
+    /// a complete row or part, or ``progressBytes``) before the request is cut
+    /// (``RemoteEndpoint/Configuration/progressTimeout``): a source that drips bytes is cut then.
+    public static let progressTimeout: Duration = .seconds(60)
+
+    /// The bytes of an answer that count as progress without a complete result: a large part
+    /// is progress as long as a mebibyte of it arrives within ``progressTimeout``.
+    static let progressBytes = 1 << 20
 
     /// The largest answer held whole: feeds, diffs and documents without attachments.
     static let largestAnswer = 64 << 20
@@ -173,4 +182,20 @@ public enum ReplicatorTuning {
 
     /// How often at most (seconds) the peers' `lastSeen` times are written, so busy replications do not rewrite the peers file.
     static let peerSeenInterval: Double = 60
+
+    /// How long a member may hold a request for its introductions before answering that nothing
+    /// changed (``IntroductionFeed``): five minutes, with a heartbeat within the read timeout so
+    /// the request is never cut. A quiet pair of members then costs one request each way per five
+    /// minutes, on the connection they keep.
+    static let introductionWait: Duration = .seconds(300)
+
+    /// How long past ``introductionWait`` a request for introductions may go unanswered before it is given up.
+    static let introductionGrace: Duration = .seconds(15)
+
+    /// The longest introductions answer read: thousands of members, at a few hundred bytes each.
+    static let largestIntroductions = 1 << 20
+
+    /// How long a failed or refused request for introductions (the member may not have heard of
+    /// this node yet) waits before it is made again: a second, doubling to 30 s, not jittered.
+    static let introductionRetry = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30))
 }

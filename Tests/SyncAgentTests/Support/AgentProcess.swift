@@ -123,15 +123,12 @@ final class AgentProcess: Sendable {
         try await ControlClient(socketPath: controlSocket).status()
     }
 
-    /// Waits (up to `timeout`) until `condition` holds.
-    func waitUntil(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else {
-                throw TestSupportError("\(what): not within \(timeout); agent output:\n\(process.lines.suffix(30).joined(separator: "\n"))\n\(process.errorText.suffix(3000))")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+    /// ``waitUntil(_:timeout:file:line:_:)`` with the agent's last output in the failure.
+    func waitUntil(_ what: String, timeout: Duration = .seconds(60), file: StaticString = #filePath, line: UInt = #line,
+                   _ condition: () async throws -> Bool) async throws {
+        try await SyncAgentTests.waitUntil(
+            "\(what); agent output:\n\(process.lines.suffix(30).joined(separator: "\n"))\n\(process.errorText.suffix(3000))",
+            timeout: timeout, file: file, line: line, condition)
     }
 
     /// Stops the agent with SIGTERM and returns its exit status.

@@ -37,14 +37,15 @@ func assertTrue(
 }
 
 /// Waits until `condition` holds, checking every 50 ms; fails the test and throws after `timeout`.
+/// The one way the tests wait for something to happen.
 func waitUntil(
-    _ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+    _ what: @autoclosure () -> String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
     _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else {
-            XCTFail("\(what): not within \(timeout)", file: file, line: line)
+            XCTFail("\(what()): not within \(timeout)", file: file, line: line)
             throw CancellationError()
         }
         try await Task.sleep(for: .milliseconds(50))

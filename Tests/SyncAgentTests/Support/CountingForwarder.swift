@@ -8,14 +8,22 @@ final class CountingForwarder: Sendable {
     let address: String
     private let listening: Int32
     private let accepted = Locked(0)
-    private let sentByClients = Locked(0)
+    private let traffic = Locked(Traffic())
+
+    /// What went through, over all connections.
+    private struct Traffic {
+        /// Bytes the clients sent.
+        var fromClients = 0
+        /// Pieces the servers sent (each read on its own) since a client last sent anything.
+        var serverPiecesSinceClients = 0
+    }
 
     /// Starts forwarding every connection to `127.0.0.1:port`.
     init(to port: Int) throws {
         let (listening, own) = try Self.listenOnLoopback()
         address = "127.0.0.1:\(own)"
         self.listening = listening
-        Thread.detachNewThread { [accepted, sentByClients] in
+        Thread.detachNewThread { [accepted, traffic] in
             defer { _ = Glibc.close(listening) }
             while true {
                 let client = accept(listening, nil, nil)
@@ -32,10 +40,19 @@ final class CountingForwarder: Sendable {
                     continue
                 }
                 let both = DispatchGroup()
-                for (from, to, counted) in [(client, server, sentByClients), (server, client, nil)] {
+                for (from, to, fromClient) in [(client, server, true), (server, client, false)] {
                     both.enter()
                     Thread.detachNewThread {
-                        Self.pump(from, to, counting: counted)
+                        Self.pump(from, to) { count in
+                            traffic.withLock { traffic in
+                                if fromClient {
+                                    traffic.fromClients += count
+                                    traffic.serverPiecesSinceClients = 0
+                                } else {
+                                    traffic.serverPiecesSinceClients += 1
+                                }
+                            }
+                        }
                         both.leave()
                     }
                 }
@@ -51,7 +68,11 @@ final class CountingForwarder: Sendable {
     var connections: Int { accepted.withLock { $0 } }
 
     /// How many bytes the clients sent so far, over all connections.
-    var bytesFromClients: Int { sentByClients.withLock { $0 } }
+    var bytesFromClients: Int { traffic.withLock { $0.fromClients } }
+
+    /// How many pieces the servers sent (each arriving on its own: a request's answer, a
+    /// heartbeat) since a client last sent anything.
+    var serverPiecesSinceClientsSpoke: Int { traffic.withLock { $0.serverPiecesSinceClients } }
 
     /// Stops accepting connections (those open keep going).
     func stop() {
@@ -84,13 +105,13 @@ final class CountingForwarder: Sendable {
     }
 
     /// Copies `from` to `to` until `from` ends or fails, then ends `to`'s sending side;
-    /// what it reads is added to `counted`.
-    private static func pump(_ from: Int32, _ to: Int32, counting counted: Locked<Int>?) {
+    /// the size of each read goes to `counted`.
+    private static func pump(_ from: Int32, _ to: Int32, counting counted: (Int) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         loop: while true {
             let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
             guard count > 0 else { break }
-            counted?.withLock { $0 += count }
+            counted(count)
             var sent = 0
             while sent < count {
                 let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, count - sent) }
