@@ -99,9 +99,14 @@ struct PairCommand: AsyncParsableCommand {
     private func join(_ url: String, _ access: NodeAccess) async throws {
         let peer = try await access.control.join(url, port: port, introduce: !noIntroduce)
         print("paired with \(peer.name) (\(peer.id)), sharing \(peer.databases.joined(separator: ", "))")
-        if let given = peer.calledItself { print("another peer here is named \(given): this one is known here as \(peer.name)") }
+        Self.printRenamed(peer)
         if let name = peer.knownAs { print("another peer there had this node's name: \(peer.name) knows this node as \(name)") }
         if case .claimed = access { print("no agent runs here: start one (syncd agent, or systemctl start syncd) to sync") }
+    }
+
+    /// Says so when `peer` is recorded here under another name than the one it gave (another peer had it).
+    private static func printRenamed(_ peer: PairedPeer) {
+        if let given = peer.calledItself { print("another peer here is named \(given): this one is known here as \(peer.name)") }
     }
 
     // MARK: Inviting
@@ -169,7 +174,7 @@ struct PairCommand: AsyncParsableCommand {
         case .spent(let uuid):
             let peer = try await node.peers().first { $0.uuid == uuid }
             print("paired with \(peer?.name ?? uuid) (\(peer.map { $0.id.description } ?? uuid))")
-            if let peer, let given = peer.calledItself { print("another peer here is named \(given): this one is known here as \(peer.name)") }
+            if let peer { Self.printRenamed(peer) }
         case .expired:
             throw NodeControlError.invalid("the invitation expired; nobody joined")
         case .cancelled, .open:

@@ -85,7 +85,9 @@ struct CouchResponder: HTTPResponder {
         guard endpoint.methods[method] != nil else { throw CouchError.methodNotAllowed }
         switch endpoint.handler {
         case .server(let handler): return try await handler(self, path, method, &exchange)
-        case .database(let handler): return try await handler(self, try open(database ?? ""), path, method, &exchange)
+        case .database(let handler):
+            guard let database else { throw CouchError.notFound("missing") }
+            return try await handler(self, try open(database), path, method, &exchange)
         }
     }
 
