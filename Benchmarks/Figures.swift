@@ -41,8 +41,8 @@ let referenceSource = "../shared/notes/replication-anchors.md"
 
 /// Prints a figure measured elsewhere, for scale only: labelled as such, with its
 /// source, and never divided into a figure of this run.
-func reference(_ name: String, _ value: String) {
-    print("reference, not measured here: \(name): \(value) (\(referenceSource))")
+func reference(_ name: String, _ value: String, source: String = referenceSource) {
+    print("reference, not measured here: \(name): \(value) (\(source))")
 }
 
 /// A fresh temporary directory.

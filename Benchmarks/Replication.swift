@@ -351,7 +351,8 @@ final class BenchClient: @unchecked Sendable {
         let socket = try sockets[origin] ?? connect(host: host, port: port)
         sockets[origin] = socket
         let payload = Array((body ?? "").utf8)
-        var request = "\(method) \(components.percentEncodedPath) HTTP/1.1\r\nHost: \(origin)\r\nContent-Length: \(payload.count)\r\n"
+        let target = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        var request = "\(method) \(target) HTTP/1.1\r\nHost: \(origin)\r\nContent-Length: \(payload.count)\r\n"
         if body != nil { request += "Content-Type: application/json\r\n" }
         if let user = components.user {
             request += "Authorization: Basic " + Data("\(user):\(components.password ?? "")".utf8).base64EncodedString() + "\r\n"

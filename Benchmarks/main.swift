@@ -22,8 +22,10 @@ case "agent":
     try await runAgentBenchmarks(arguments: Array(arguments.dropFirst()))
 case "attachments":
     try await runAttachmentBenchmark(arguments: Array(arguments.dropFirst()))
+case "views" where arguments.dropFirst().first == "validation":
+    try await runViewBenchmarks(arguments: Array(arguments.dropFirst(2)))
 case "views":
-    try await runViewBenchmarks(arguments: Array(arguments.dropFirst(arguments.dropFirst().first == "validation" ? 2 : 1)))
+    try await runViewIndexBenchmark(arguments: Array(arguments.dropFirst(arguments.dropFirst().first == "index" ? 2 : 1)))
 case "query" where arguments.dropFirst().first == "scans":
     try await runScanBenchmarks(arguments: Array(arguments.dropFirst(2)))
 case "query":
@@ -56,6 +58,9 @@ default:
                                                 the same unindexed, writes with 0, 1 and 3 indexes
                syncd-bench query scans [--docs 300000] [--rounds 2] [--scans CORES] [--before OLD-SYNCD]
                                                 a document read every 10 ms, alone and beside unindexed _find scans
+               syncd-bench views [index] [--docs 1000000] [--samples 1000]
+                                                a view built on the first query through syncd serve (docs/s, peak
+                                                memory), then 100-row key-range queries, map and group=true: p50, p99
                syncd-bench views validation [--docs 20000] [--rounds 3]
                                                 _bulk_docs through syncd serve with one JavaScript validate_doc_update
                                                 against none, alternating rounds

@@ -49,6 +49,59 @@ public struct JavaScriptDesignFunctions: DesignFunctions {
         }
     }
 
+    public func map(_ documents: [JSON], by group: ViewGroup) async throws(StoreError) -> [[[ViewEmission]]] {
+        guard group.language == "javascript" else {
+            throw StoreError(.internal, error: "unknown_query_language", reason: group.language)
+        }
+        var setup: [[UInt8]] = [JSON.array(["reset", ["reduce_limit": true]]).serializedBytes()]
+        if let library = group.library { setup.append(JSON.array(["add_lib", library]).serializedBytes()) }
+        setup += group.views.map { JSON.array(["add_fun", .string($0.map)]).serializedBytes() }
+        let commands = documents.map { JSON.array(["map_doc", $0]).serializedBytes() }
+        let outcomes = await servers.runSpread(commands, setup: setup, minimumPart: 256, stoppingAtFailure: true)
+        for outcome in outcomes.prefix(setup.count) where outcome != .answer(true) {
+            throw Self.refusal(outcome) ?? StoreError(.internal, error: "unknown_error", reason: "the query server refused a view's function")
+        }
+        return try outcomes.dropFirst(setup.count).map { outcome throws(StoreError) in
+            guard case .answer(.array(let perView)) = outcome, perView.count == group.views.count else {
+                throw Self.refusal(outcome) ?? StoreError(.internal, error: "unknown_error", reason: "the map gave no rows")
+            }
+            return try perView.map { rows throws(StoreError) in
+                guard case .array(let rows) = rows else { throw StoreError(.internal, error: "unknown_error", reason: "the map gave no rows") }
+                return try rows.map { row throws(StoreError) in
+                    guard case .array(let pair) = row, pair.count == 2 else {
+                        throw StoreError(.internal, error: "unknown_error", reason: "the map gave a row that is not [key, value]")
+                    }
+                    return ViewEmission(key: pair[0], value: pair[1])
+                }
+            }
+        }
+    }
+
+    public func reduce(_ calls: [ReduceCall], by source: String, of group: ViewGroup) async throws(StoreError) -> [JSON] {
+        var setup: [[UInt8]] = [JSON.array(["reset", ["reduce_limit": true]]).serializedBytes()]
+        if let library = group.library { setup.append(JSON.array(["add_lib", library]).serializedBytes()) }
+        let commands = calls.map { call -> [UInt8] in
+            if let keys = call.keys {
+                return JSON.array(["reduce", [.string(source)], .array(zip(keys, call.values).map { [$0, $1] })]).serializedBytes()
+            }
+            return JSON.array(["rereduce", [.string(source)], .array(call.values)]).serializedBytes()
+        }
+        let outcomes = await servers.runSpread(commands, setup: setup, minimumPart: 64, stoppingAtFailure: true)
+        return try zip(commands, outcomes.dropFirst(setup.count)).map { command, outcome throws(StoreError) in
+            guard case .answer(.array(let parts)) = outcome, parts.count == 2, parts[0] == true,
+                case .array(let results) = parts[1], results.count == 1
+            else {
+                throw Self.refusal(outcome) ?? StoreError(.internal, error: "unknown_error", reason: "the reduce gave no value")
+            }
+            // CouchDB's reduce_limit: a reduce must shrink what it is given.
+            let size = results[0].serializedBytes().count
+            if size > 4096, size * 2 > command.count {
+                throw StoreError(.internal, error: "reduce_overflow_error", reason: "Reduce output must shrink more rapidly: Current output: '\(String(decoding: results[0].serializedBytes().prefix(100), as: UTF8.self))'... (first 100 of \(size) bytes)")
+            }
+            return results[0]
+        }
+    }
+
     /// What one function's answer means for the write: `nil` to go on.
     static func refusal(_ outcome: QueryServers.Outcome) -> StoreError? {
         switch outcome {

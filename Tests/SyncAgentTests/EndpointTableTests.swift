@@ -12,6 +12,8 @@ final class EndpointTableTests: XCTestCase {
         switch endpoint.name {
         case "_index/": "_index/ddoc/json/by-type"
         case "_syncd/": "_syncd/users"
+        case "_design/": "_design/app/_view/by-type"
+        case "_compact/": "_compact/app"
         default: endpoint.name
         }
     }

@@ -79,7 +79,10 @@ public final class QueryServers: Sendable {
     /// then `setup` (`reset`, `add_lib`, `add_fun`: the state `map_doc` runs in), whose answers
     /// are the first of those returned. A command whose process is killed or ends fails alone:
     /// the rest go on in a new process, given the same design documents and setup.
-    public func run(_ commands: [[UInt8]], setup: [[UInt8]] = [], designs: [(id: String, revision: String, document: JSON)] = []) async -> [Outcome] {
+    /// With `stoppingAtFailure`, the first command that fails fails the rest with it (a view's
+    /// update, which cannot go past a document it could not map).
+    public func run(_ commands: [[UInt8]], setup: [[UInt8]] = [], designs: [(id: String, revision: String, document: JSON)] = [],
+                    stoppingAtFailure: Bool = false) async -> [Outcome] {
         var setupOutcomes: [Outcome]?
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(commands.count)
@@ -125,6 +128,9 @@ public final class QueryServers: Sendable {
                     retried = outcomes.count
                 }
             }
+            if stoppingAtFailure, case .failed? = outcomes.last, outcomes.count < commands.count {
+                outcomes += Array(repeating: outcomes.last!, count: commands.count - outcomes.count)
+            }
         }
         return (setupOutcomes ?? []) + outcomes
     }
@@ -132,19 +138,22 @@ public final class QueryServers: Sendable {
     /// Runs `commands` as ``run(_:setup:designs:)`` does, a large batch spread over as many
     /// processes as there are cores (within ``maximumProcesses``), in parts of at least
     /// `minimumPart`: what a `_bulk_docs` of a thousand validated documents waits for.
-    public func runSpread(_ commands: [[UInt8]], designs: [(id: String, revision: String, document: JSON)] = [],
-                          minimumPart: Int = 64) async -> [Outcome] {
+    /// Each part's process is given `setup` first; the answers returned are the first part's to
+    /// `setup`, then every command's in order, as ``run(_:setup:designs:)`` returns them.
+    public func runSpread(_ commands: [[UInt8]], setup: [[UInt8]] = [], designs: [(id: String, revision: String, document: JSON)] = [],
+                          minimumPart: Int = 64, stoppingAtFailure: Bool = false) async -> [Outcome] {
         let parts = min(maximumProcesses, Self.cores, max(1, commands.count / minimumPart))
-        guard parts > 1 else { return await run(commands, designs: designs) }
+        guard parts > 1 else { return await run(commands, setup: setup, designs: designs, stoppingAtFailure: stoppingAtFailure) }
         let size = (commands.count + parts - 1) / parts
         return await withTaskGroup(of: (Int, [Outcome]).self) { group in
             for start in stride(from: 0, to: commands.count, by: size) {
                 let part = Array(commands[start..<min(start + size, commands.count)])
-                group.addTask { (start, await self.run(part, designs: designs)) }
+                group.addTask { (start, await self.run(part, setup: setup, designs: designs, stoppingAtFailure: stoppingAtFailure)) }
             }
             var results: [(Int, [Outcome])] = []
             for await result in group { results.append(result) }
-            return results.sorted { $0.0 < $1.0 }.flatMap(\.1)
+            results.sort { $0.0 < $1.0 }
+            return results.enumerated().flatMap { place, result in place == 0 ? result.1 : Array(result.1.dropFirst(setup.count)) }
         }
     }
 

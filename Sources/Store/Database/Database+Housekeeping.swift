@@ -133,6 +133,7 @@ extension Database {
             try update.run()
             try AncestorBodies.forget(id: id, except: tree, in: db)
             try IndexEntries.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
+            try ViewIndex.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
             if winner.deleted != oldWinner.deleted {
                 context.docCount += winner.deleted ? -1 : 1
                 context.deletedCount += winner.deleted ? 1 : -1
@@ -144,6 +145,8 @@ extension Database {
             try AncestorBodies.forget(id: id, except: nil, in: db)
             try IndexEntries.forget(id: id, in: &context)
             try IndexEntries.documentStored(id: id, body: nil, in: &context)
+            try ViewIndex.forget(id: id, in: &context)
+            try ViewIndex.documentStored(id: id, body: nil, in: &context)
             if oldWinner.deleted { context.deletedCount -= 1 } else { context.docCount -= 1 }
         }
         return purged

@@ -77,6 +77,10 @@ public final class Database: Sendable {
     let recentWinners = RecentWinners()
     /// The design documents that judge writes, read once.
     let designs = ValidatingDesigns()
+    /// The view index updates running, one per view group.
+    let viewUpdates = ViewUpdates()
+    /// The native views defined, by name.
+    let nativeViews = Locked<[String: NativeView]>([:])
     /// The last committed sequence after each commit.
     let notifier: Broadcast<UInt64>
     let attachments: AttachmentStore

@@ -72,6 +72,7 @@ enum DocumentUpdate {
         _ = context.nextSequence()
         if document.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         try IndexEntries.documentStored(id: document.id!, body: document.deleted ? nil : document.bodyText, in: &context)
+        try ViewIndex.documentStored(id: document.id!, body: document.deleted ? nil : document.bodyText, in: &context)
         context.winnersWritten[document.id!] = creation.revision
         return creation.revision
     }

@@ -118,6 +118,7 @@ struct EditedRow {
             if winner.deleted { context.deletedCount += 1 } else { context.docCount += 1 }
         }
         try IndexEntries.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
+        try ViewIndex.documentStored(id: id, body: winner.deleted ? nil : winner.body, in: &context)
         context.winnersWritten[id] = winner.revision
         self.sequence = nil
     }

@@ -8,9 +8,10 @@
 /// `ancestor_bodies` until compaction, so the tree rewritten on each update
 /// stays small. `relayed` marks a row whose latest change a group member's pull
 /// wrote (``ChangesOptions/firstHandOnly`` leaves such rows out). `query_indexes`
-/// and `query_entries` hold the Mango indexes (``IndexEntries``).
+/// and `query_entries` hold the Mango indexes (``IndexEntries``), `view_groups` and
+/// `view_rows` the views' (``ViewIndex``).
 enum Schema {
-    static let version = 3
+    static let version = 4
 
     static func migrate(_ db: Connection) throws(StoreError) {
         let current = try userVersion(db)
@@ -47,6 +48,7 @@ enum Schema {
                 PRIMARY KEY (id, rev)
             ) STRICT, WITHOUT ROWID;
             \(IndexEntries.schema)
+            \(ViewIndex.schema)
             """)
         do {
             // A file from before rows were marked relayed: every change counts as first-hand.

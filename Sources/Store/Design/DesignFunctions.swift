@@ -14,6 +14,51 @@ public protocol DesignFunctions: Sendable {
 
     /// Whether each document passes `function` of `design`, in order; throws the function's failure.
     func filter(_ documents: [JSON], by function: DesignFilter, of design: DesignDocument, request: JSON) async throws(StoreError) -> [Bool]
+
+    /// Maps each document by every view of `group`, in order: for each document, for each
+    /// view, the rows it emits. A function that throws for one document emits nothing for
+    /// it (CouchDB logs it and goes on); a function that cannot run throws.
+    func map(_ documents: [JSON], by group: ViewGroup) async throws(StoreError) -> [[[ViewEmission]]]
+
+    /// Runs `source`, a view's reduce function, once per call: on rows (`reduce(keys,
+    /// values, false)`) or on what earlier calls returned (`rereduce`).
+    func reduce(_ calls: [ReduceCall], by source: String, of group: ViewGroup) async throws(StoreError) -> [JSON]
+}
+
+extension DesignFunctions {
+    /// Views cannot be built where only validation and filters run.
+    public func map(_ documents: [JSON], by group: ViewGroup) async throws(StoreError) -> [[[ViewEmission]]] {
+        throw StoreError(.internal, error: "not_implemented", reason: "These design functions run no views.")
+    }
+
+    public func reduce(_ calls: [ReduceCall], by source: String, of group: ViewGroup) async throws(StoreError) -> [JSON] {
+        throw StoreError(.internal, error: "not_implemented", reason: "These design functions run no reduce functions.")
+    }
+}
+
+/// One row a map function emits: `emit(key, value)`.
+public struct ViewEmission: Sendable, Hashable {
+    public let key: JSON
+    public let value: JSON
+
+    /// The row `emit(key, value)` makes.
+    public init(key: JSON, value: JSON) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// One call of a reduce function: its `keys` (`[key, id]` pairs) and `values`, or, for
+/// `rereduce`, `keys` `nil` and the values earlier calls returned.
+public struct ReduceCall: Sendable {
+    public let keys: [JSON]?
+    public let values: [JSON]
+
+    /// A call on rows (`keys` given) or a rereduce (`keys` nil).
+    public init(keys: [JSON]?, values: [JSON]) {
+        self.keys = keys
+        self.values = values
+    }
 }
 
 /// A design document's function a change feed is filtered by.

@@ -110,7 +110,7 @@ extension Database {
                                    statistics: scan.statistics))
     }
 
-    private static func lastSequence(in db: Connection) throws(StoreError) -> UInt64 {
+    static func lastSequence(in db: Connection) throws(StoreError) -> UInt64 {
         let meta = try db.statement("SELECT value FROM meta WHERE key = 'last_seq'")
         defer { meta.reset() }
         return try meta.step() ? UInt64(clamping: meta.int64(0)) : 0

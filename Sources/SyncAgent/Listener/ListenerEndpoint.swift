@@ -151,6 +151,17 @@ struct ListenerEndpoint: Sendable {
         ListenerEndpoint(name: "_index/", methods: [.delete: .application(.admin)], handler: .database { responder, db, path, method, exchange in
             try await responder.index(path, of: db, method: method, &exchange)
         }),
+        // Views read; clean-up and compaction need the database's admins, as in CouchDB.
+        ListenerEndpoint(name: "_design/", methods: [.get: .application(.read), .post: .application(.read)],
+                         handler: .database { responder, db, path, method, exchange in
+                             try await responder.design(path, of: db, method: method, &exchange)
+                         }),
+        ListenerEndpoint(name: "_view_cleanup", methods: [.post: .application(.admin)], handler: .database { responder, db, _, _, _ in
+            try await responder.cleanUpViews(of: db)
+        }),
+        ListenerEndpoint(name: "_compact/", methods: [.post: .application(.admin)], handler: .database { responder, db, path, _, exchange in
+            try await responder.compactViews(path, of: db, &exchange)
+        }),
         ListenerEndpoint(name: "_security", methods: [.get: .database(.read), .put: .database(.admin)], handler: .database { responder, db, _, method, exchange in
             try await responder.security(db, method: method, &exchange)
         }),

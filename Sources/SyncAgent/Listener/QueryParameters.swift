@@ -25,6 +25,9 @@ struct QueryParameters: Sendable {
         return .object(object)
     }
 
+    /// Every parameter in the order given, repeats included.
+    var all: [(name: String, value: String)] { pairs }
+
     /// The last value given for `name`.
     subscript(name: String) -> String? { pairs.last { $0.name == name }?.value }
 

@@ -45,6 +45,11 @@ enum Route: Equatable {
             return
         }
         switch head {
+        case "_design" where rest.count >= 3 && ["_view", "_info"].contains(rest[2]):
+            // A design document's views and index: `_design/{ddoc}/_view/{view}`, `_design/{ddoc}/_info`.
+            self = .databaseEndpoint(database, rest.joined(separator: "/"))
+        case "_compact" where rest.count == 2:
+            self = .databaseEndpoint(database, rest.joined(separator: "/"))
         case "_local", "_design":
             guard rest.count >= 2 else {
                 self = .databaseEndpoint(database, head)
