@@ -28,10 +28,10 @@ final class ViewStoreTests: DatabaseTestCase {
         }
     }
 
-    private func open(_ functions: FieldMaps) throws -> Database {
+    private func open(_ functions: FieldMaps, path: String? = nil) throws -> Database {
         var options = Database.Options()
         options.designFunctions = functions
-        return try Database.open(path: directory.file("views.sqlite"), options: options)
+        return try Database.open(path: path ?? directory.file("views.sqlite"), options: options)
     }
 
     private func rows(in db: Database) throws -> Int {
@@ -186,5 +186,36 @@ final class ViewStoreTests: DatabaseTestCase {
         XCTAssertGreaterThan(blocks[0], 3, "the view was split into blocks")
         XCTAssertLessThanOrEqual(blocks[1], 2 * ViewBlocks.size)
         XCTAssertEqual(blocks[2], keys.count)
+    }
+
+    func testIndexesBuiltWithAnotherCollationAreEmptiedWhenOpenedAndBuiltAgain() async throws {
+        let path = directory.file("collation.sqlite")
+        do {
+            let db = try open(FieldMaps(), path: path)
+            _ = try await db.bulkDocs((0..<5).map { DocumentUpload(["_id": .string("d\($0)"), "n": .number(Double($0))]) })
+            _ = try await db.put(["_id": "_design/app", "views": ["by_n": ["map": "n"]]])
+            _ = try await db.createIndex(["index": ["fields": ["n"]]])
+            let built = try await db.queryView(design: "app", view: "by_n", ViewQuery())
+            XCTAssertEqual(built.totalRows, 5)
+            _ = try await db.find(try FindQuery(["selector": ["n": ["$gt": 1]]]))
+            // As if an older release had built them with other weights.
+            try await db.write { context in
+                try context.connection.execute("UPDATE meta SET value = 0 WHERE key = 'collation_version'")
+            }
+            db.close()
+        }
+        let db = try open(FieldMaps(), path: path)
+        defer { db.close() }
+        XCTAssertEqual(try rows(in: db), 0, "the views' rows were emptied")
+        let entries = try db.read { connection in
+            let count = try connection.statement("SELECT count(*) FROM query_entries")
+            defer { count.reset() }
+            return try count.step() ? count.int(0) : -1
+        }
+        XCTAssertEqual(entries, 0, "and Mango's entries")
+        let rebuilt = try await db.queryView(design: "app", view: "by_n", ViewQuery())
+        XCTAssertEqual(rebuilt.rows.map(\.id), ["d0", "d1", "d2", "d3", "d4"])
+        let found = try await db.find(try FindQuery(["selector": ["n": ["$gt": 1]]]))
+        XCTAssertEqual(found.documents.count, 3)
     }
 }

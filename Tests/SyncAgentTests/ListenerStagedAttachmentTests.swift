@@ -39,4 +39,15 @@ final class ListenerStagedAttachmentTests: XCTestCase {
         XCTAssertEqual(contentFiles(server), [], "no failed upload holds its files")
         try await assertEqual(try await HTTP.json(.GET, server.url + "/db").json["doc_count"], 0)
     }
+
+    func testADocumentWithMoreAttachmentsThanAPeerCouldTakeIsRefusedWith413() async throws {
+        let server = try await startListener()
+        try await assertEqual(try await HTTP.json(.PUT, server.url + "/db").status, 201)
+        var attachments = JSON.Object()
+        for index in 0...Database.maximumAttachments { attachments["a\(index)"] = ["content_type": "text/plain", "data": "Yg=="] }
+        let refused = try await HTTP.json(.PUT, server.url + "/db/many", ["_attachments": .object(attachments)])
+        XCTAssertEqual(refused.status, 413)
+        XCTAssertEqual(refused.json, ["error": "too_large", "reason": .string("A document may have at most \(Database.maximumAttachments) attachments.")])
+        try await assertEqual(try await HTTP.json(.GET, server.url + "/db/many").status, 404)
+    }
 }

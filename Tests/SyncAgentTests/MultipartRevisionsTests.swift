@@ -167,6 +167,43 @@ final class MultipartRevisionsTests: XCTestCase {
         XCTAssertEqual(files.content.count, 1)
     }
 
+    func testADocumentWithMoreAttachmentsThanAnyNodeMayStoreIsCountedAndPassedAndTheRestIsWritten() async throws {
+        // `notes` follows with one attachment more than a document may have: the listener
+        // refuses such a document when written, and a pull counts it as a write failure and
+        // goes on, where it had failed the whole answer and retried it for ever.
+        let count = Database.maximumAttachments + 1
+        var attachments = JSON.Object()
+        for index in 0..<count {
+            attachments["a\(index)"] = ["content_type": "text/plain", "revpos": 1, "digest": "md5-DMF1ucDxtqgxw5niaXcmYQ==", "length": 1, "follows": true]
+        }
+        let notes: JSON = ["_id": "notes", "_rev": "1-00000000000000000000000000000002",
+                           "_revisions": ["start": 1, "ids": ["00000000000000000000000000000002"]], "_attachments": .object(attachments)]
+        let inner = "b6d2a5e1f0c94e3c8f1f8a1d2c3b4a59"
+        var body = Array("\r\n--\(Self.boundary)\r\nX-Doc-Id: notes\r\nContent-Type: multipart/related; boundary=\(inner)\r\n\r\n".utf8)
+        body += Array("--\(inner)\r\nContent-Type: application/json\r\n\r\n".utf8) + notes.serializedBytes()
+        for index in 0..<count {
+            body += Array("\r\n--\(inner)\r\nContent-Disposition: attachment; filename=\"a\(index)\"\r\nContent-Length: 1\r\n\r\nb".utf8)
+        }
+        body += Array("\r\n--\(inner)--".utf8)
+        body += Array("\r\n--\(Self.boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+        body += Array(#"{"_id":"plain","_rev":"1-00000000000000000000000000000001","_revisions":{"start":1,"ids":["00000000000000000000000000000001"]},"n":1}"#.utf8)
+        body += Array("\r\n--\(Self.boundary)\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
+        body += Array(#"{"rev":"1-00000000000000000000000000000003","error":"not_found","reason":"missing"}"#.utf8)
+        body += Array("\r\n--\(Self.boundary)--\r\n".utf8)
+        let answer = body
+        let source = try couchDBSource { HostileAnswer(status: 200, body: answer, contentType: "multipart/mixed; boundary=\"\(Self.boundary)\"") }
+        let (catalog, target) = try localTarget()
+        var configuration = ReplicationConfiguration(source: source, target: LocalEndpoint(target))
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), oneShotAttempts: 1)
+        let status = await Replicator(configuration).run()
+        XCTAssertNil(status.lastError, "\(String(describing: status.lastError))")
+        XCTAssertEqual(status.docsWritten, 1)
+        XCTAssertEqual(status.docWriteFailures, 1)
+        XCTAssertEqual(try target.document(id: "plain").body["n"], 1)
+        XCTAssertThrowsError(try target.document(id: "notes")) { XCTAssertEqual($0 as? StoreError, .notFound()) }
+        XCTAssertEqual(try attachmentFiles(of: catalog).staging, [], "nothing of the refused document is left staged")
+    }
+
     func testAnAnswerCutInsideAnAttachmentLeavesNothingStagedAndPassesNothing() async throws {
         let content = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
         let gzip = try systemGzip(content)

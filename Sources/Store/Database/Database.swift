@@ -87,6 +87,11 @@ public final class Database: Sendable {
     private let checkpointer: LogCheckpointer
     private let expirySweeper = Locked<Task<Void, Never>?>(nil)
 
+    /// The most attachments one document may have: what the listener takes and the
+    /// replicator carries alike (a multipart document of the document and each attachment
+    /// is read up to one part more), so no node stores a document its peers could not take.
+    public static let maximumAttachments = 10_000
+
     /// Opens the database file at `path`, creating it (and its attachment folder) if needed.
     public static func open(path: String, name: String? = nil, options: Options = Options()) throws(StoreError) -> Database {
         try Database(path: path, name: name ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent, options: options)
@@ -107,6 +112,7 @@ public final class Database: Sendable {
         // Checkpoints run on their own connection and thread (LogCheckpointer).
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         try Schema.migrate(connection)
+        try Schema.rebuildIndexesOfOtherCollation(connection)
         let meta = try Self.loadMeta(connection)
         let queryIndexes = try IndexEntries.load(from: connection)
         // No statement may keep a read snapshot open on the writer's connection: its first

@@ -64,6 +64,32 @@ enum Schema {
         }
     }
 
+    /// Empties every index whose keys were made by another version of the collation
+    /// (``CollationSortKey/version``): Mango's entries and views' rows, to be built again by
+    /// the next query, since keys of two versions cannot be compared. A file without a
+    /// recorded version has the first.
+    static func rebuildIndexesOfOtherCollation(_ db: Connection) throws(StoreError) {
+        let select = try db.statement("SELECT value FROM meta WHERE key = 'collation_version'")
+        let stored = try select.step() ? select.int(0) : nil
+        select.reset()
+        let current = CollationSortKey.version
+        if stored == current { return }
+        // Indexes built before the version was recorded were built with the first.
+        let rebuild = (stored ?? 1) != current
+        try db.execute("""
+            BEGIN IMMEDIATE;
+            \(rebuild ? """
+                DELETE FROM query_entries;
+                UPDATE query_indexes SET seq = 0;
+                DELETE FROM view_rows;
+                DELETE FROM view_blocks;
+                UPDATE view_groups SET seq = 0;
+                """ : "")
+            INSERT OR REPLACE INTO meta(key, value) VALUES ('collation_version', \(current));
+            COMMIT
+            """)
+    }
+
     private static func hasColumn(_ column: String, of table: String, in db: Connection) throws(StoreError) -> Bool {
         let statement = try db.statement("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
         statement.bind(table, at: 1)

@@ -77,6 +77,7 @@ enum DocumentValidation {
         var attachments: [(name: String, input: ParsedDocument.AttachmentInput)] = []
         if let value = specialValue("_attachments") {
             guard case .object(let entries) = value else { throw .badRequest("_attachments must be an object") }
+            guard entries.count <= Database.maximumAttachments else { throw .tooManyAttachments }
             do throws(StoreError) {
                 for (name, entry) in entries {
                     attachments.append((name, try parseAttachment(name: name, entry, upload: upload, store: store)))

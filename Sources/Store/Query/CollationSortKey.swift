@@ -40,6 +40,11 @@ import JSON
 /// cannot carry and ``Collation/compare(_:_:)`` finds equal to every number,
 /// sorts after infinity.
 public enum CollationSortKey {
+    /// The version of the weights keys are made of. Change it with any change of
+    /// ``CollationKey``'s weights or of this encoding: a database whose indexes were built
+    /// with another version empties them when opened, and its queries build them again.
+    public static let version = 1
+
     /// The sort key of `value`: the `memcmp` order of two keys is the
     /// ``Collation/compare(_:_:)`` order of their values, and keys are equal
     /// exactly when the values compare equal.

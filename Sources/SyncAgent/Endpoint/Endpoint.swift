@@ -162,6 +162,9 @@ public enum FetchedRevision: Sendable {
     case missing(id: String, revision: RevisionID?)
     /// The revision could not be read: the replication stops before its checkpoint passes it.
     case failed(id: String, revision: RevisionID?, reason: String)
+    /// The revision is one no node may store (more attachments than a document may have): it is
+    /// counted as a write failure and passed, as CouchDB's replicator passes what its target refuses.
+    case refused(id: String, revision: RevisionID?, reason: String)
 }
 
 /// A document the target refused to write.

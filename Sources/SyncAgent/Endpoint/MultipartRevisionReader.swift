@@ -43,11 +43,22 @@ final class MultipartRevisionReader<Body: AsyncSequence> where Body.Element == B
             let json = try JSON(parsing: try await readDocument(outer))
             return Answer(documentID: headers["x-doc-id"], json: Self.answer(json))
         }
-        let inner = MultipartReader(boundary: boundary, body: outer.bodyChunks())
+        // Parts past a document's bound are read (and dropped), so one document no node may
+        // store is refused alone and the answer's next parts are still read.
+        let inner = MultipartReader(boundary: boundary, body: outer.bodyChunks(), maximumParts: .max)
         guard try await inner.nextPart() != nil, case .object(var document) = try JSON(parsing: try await readDocument(inner)) else {
             throw MultipartError.malformed("a multipart/related part without a document")
         }
         var attachments = document["_attachments"]?.objectValue ?? [:]
+        if attachments.count > Database.maximumAttachments {
+            while try await inner.nextPart() != nil {
+                for try await _ in inner.bodyChunks() {}
+            }
+            return Answer(documentID: headers["x-doc-id"] ?? document["_id"]?.stringValue, json: ["error": [
+                "id": document["_id"] ?? .null, "rev": document["_rev"] ?? .null,
+                "error": .string(StoreError.tooManyAttachments.error), "reason": .string(StoreError.tooManyAttachments.reason),
+            ]])
+        }
         let follows = attachments.compactMap { $0.value["follows"]?.boolValue == true ? $0.key : nil }
         var files: [String: AttachmentFile] = [:]
         var received = Set<String>()

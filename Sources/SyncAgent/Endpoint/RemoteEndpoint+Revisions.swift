@@ -303,6 +303,10 @@ extension RemoteEndpoint {
         if failure?["error"]?.stringValue == "not_found" {
             return .missing(id: id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) })
         }
+        if failure?["error"]?.stringValue == StoreError.tooManyAttachments.error {
+            return .refused(id: failure?["id"]?.stringValue ?? id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) },
+                            reason: failure?["reason"]?.stringValue ?? StoreError.tooManyAttachments.reason)
+        }
         return .failed(id: failure?["id"]?.stringValue ?? id, revision: failure?["rev"]?.stringValue.flatMap { RevisionID($0) },
                        reason: failure?["reason"]?.stringValue ?? failure?["error"]?.stringValue ?? "unreadable answer")
     }

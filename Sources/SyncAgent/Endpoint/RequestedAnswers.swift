@@ -41,9 +41,9 @@ struct RequestedAnswers {
                                reason: "the source answered revision \(found.revision), which was not asked for")
             }
             uncovered[found.id]?.subtract(covers)
-        case .missing(let id, let revision?), .failed(let id, let revision?, _):
+        case .missing(let id, let revision?), .failed(let id, let revision?, _), .refused(let id, let revision?, _):
             uncovered[id]?.remove(revision)
-        case .missing(let id, nil), .failed(let id, nil, _):
+        case .missing(let id, nil), .failed(let id, nil, _), .refused(let id, nil, _):
             uncovered[id] = []
         }
         return fetched

@@ -30,6 +30,10 @@ struct Inserter: Sendable {
                     }
                 case .missing: break
                 case .failed: counts.unreadable += 1
+                case .refused(let id, _, let reason):
+                    logger.warning("the source sent a revision no node may store", metadata: ["doc": "\(id)", "reason": "\(reason)"])
+                    counts.read += 1
+                    counts.refused += 1
                 }
             }
             var failures: [WriteFailure] = []

@@ -146,6 +146,8 @@ struct RevisionFetcher: Sendable {
                 ])
                 failures.append(revision)
                 return
+            case .refused:
+                break
             case .missing(let id, let gone):
                 fetcher.logger.info("a revision is gone from the source since the diff", metadata: [
                     "doc": "\(id)", "rev": "\(gone?.description ?? "?")",
