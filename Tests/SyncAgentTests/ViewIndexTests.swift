@@ -145,6 +145,26 @@ final class ViewIndexTests: XCTestCase {
         }
     }
 
+    func testADesignDocumentWhoseViewsCouldNeverBeQueriedIsRefusedAsCouchDBRefusesIt() async throws {
+        let server = try await startListener()
+        let db = server.url + "/db"
+        try await assertEqual(try await HTTP.json(.PUT, db).status, 201)
+        for (design, reason) in [
+            (["views": ["v": ["reduce": "_count"]]], "View `v` must contain map function"),
+            (["views": ["v": ["map": 1]]], "`views.v.map` field must have string type"),
+            (["views": ["v": ["map": "function (doc) {}", "reduce": "_median"]]], "`_median` is not a supported reduce function."),
+            (["views": ["lib": "x"]], "`views.lib` field must have object type"),
+            (["views": "v"], "`views` field must have object type"),
+            (["language": 1], "`language` field must have string type"),
+        ] as [(JSON, String)] {
+            let answer = try await HTTP.json(.PUT, db + "/_design/bad", design)
+            XCTAssertEqual(answer.status, 400, reason)
+            XCTAssertEqual(answer.json, ["error": "invalid_design_doc", "reason": .string(reason)])
+        }
+        // Mango's indexes are design documents of another language, with views of their own form.
+        try await assertEqual(try await HTTP.json(.POST, db + "/_index", ["index": ["fields": ["n"]], "ddoc": "idx"]).status, 200)
+    }
+
     /// The query server processes this test process started.
     private static func queryServerChildren() -> [pid_t] {
         let me = getpid()

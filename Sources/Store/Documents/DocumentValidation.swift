@@ -65,6 +65,8 @@ enum DocumentValidation {
             deleted = flag
         }
 
+        if !deleted, id?.hasPrefix("_design/") == true { try validateViews(of: upload.json) }
+
         var history: [RevisionID] = []
         if let value = specialValue("_revisions") {
             history = try parseRevisions(value)
@@ -93,6 +95,35 @@ enum DocumentValidation {
         JSON.writeObject(object.members, to: &body, sortedKeys: true, omit: isSpecial)
         return ParsedDocument(id: id, revision: revision, history: history, deleted: deleted,
                               bodyText: body, attachments: attachments)
+    }
+
+    /// Checks a JavaScript design document's views as CouchDB's `couch_mrview:validate` does
+    /// when it is written: 400 `invalid_design_doc`, so that no node stores views that could
+    /// never be queried. (Compiling the functions is left to the query servers, when queried.)
+    static func validateViews(of design: JSON) throws(StoreError) {
+        func refuse(_ reason: String) -> StoreError { StoreError(.badRequest, error: "invalid_design_doc", reason: reason) }
+        if let language = design["language"] {
+            guard case .string(let name) = language else { throw refuse("`language` field must have string type") }
+            guard name == "javascript" else { return }  // Mango's `query` indexes keep their own form
+        }
+        if let options = design["options"], options.objectValue == nil { throw refuse("`options` field must have object type") }
+        guard let views = design["views"] else { return }
+        guard case .object(let members) = views else { throw refuse("`views` field must have object type") }
+        for (name, view) in members.members {
+            if name == "lib" {
+                guard view.objectValue != nil else { throw refuse("`views.lib` field must have object type") }
+                continue
+            }
+            guard case .object = view else { throw refuse("`views.\(name)` field must have object type") }
+            guard let map = view["map"] else { throw refuse("View `\(name)` must contain map function") }
+            guard map.stringValue != nil else { throw refuse("`views.\(name).map` field must have string type") }
+            if let reduce = view["reduce"] {
+                guard let source = reduce.stringValue else { throw refuse("`views.\(name).reduce` field must have string type") }
+                if BuiltinReduce.isBuiltin(source), BuiltinReduce(source: source) == nil {
+                    throw refuse("`\(source.trimmingBlanks)` is not a supported reduce function.")
+                }
+            }
+        }
     }
 
     /// Whether a top-level member is one of CouchDB's, not the body's.
