@@ -12,18 +12,20 @@ final class CollationICUTests: XCTestCase {
     /// (`null < false < true < numbers < strings < arrays < objects`), its
     /// strings widened with case, accents and other scripts. Each string is
     /// placed where ICU puts it: ``testTableStringsAreInICUOrder`` checks that.
-    /// (`` ` `` and `^`, which the documentation's ICU put first, and `ß` are left
-    /// to ``testKnownDivergencesAreAsRecorded``.)
+    /// (`` ` `` and `^` are where ICU 72 puts them, after `%`: the documentation's
+    /// older ICU put them first.)
     static let table: [JSON] = [
         nil, false, true,
         -1e300, -2, -1, 0, 0.5, 1, 2, 3.0, 4, 10, 1e300,
         "", " ", "_", "-", ",", ";", ":", "!", "?", ".", "'", "\"", "(", ")", "[", "]", "{", "}", "@", "*", "/",
-        "\\", "&", "#", "%", "+", "<", "=", ">", "|", "~", "$", "0", "1", "10", "2", "9",
+        "\\", "&", "#", "%", "`", "^", "+", "<", "=", ">", "|", "~", "$", "0", "1", "10", "2", "9",
         "a", "A", "á", "Á", "à", "â", "å", "ä", "Ä", "aa", "aA", "Aa", "AA", "ab", "abc", "Abc", "ABC", "abc1",
         "AbcZZZZZ", "ae", "æ", "Æ", "b", "B", "ba", "bb", "c", "C", "ç", "Ç", "cote", "coté", "côte", "côté", "coter",
-        "e", "E", "é", "É", "è", "ê", "ë", "f", "n", "N", "ñ", "Ñ", "o", "O", "ó", "ö", "Ö", "p", "resume", "résumé",
-        "Résumé", "resumes", "s", "S", "ss", "SS", "st", "u", "ü", "Ü", "z", "Z", "zz",
-        "α", "Α", "ά", "β", "ω", "Ω", "а", "А", "е", "ё", "ж", "Ж", "я",
+        "d", "D", "ð", "Ð", "e", "E", "é", "É", "è", "ê", "ë", "f", "n", "N", "ñ", "Ñ", "o", "O", "ó", "ö", "Ö",
+        "œ", "Œ", "p", "resume", "résumé", "Résumé", "resumes", "s", "S", "ſ", "ss", "SS", "ß", "ẞ", "st", "u", "ü",
+        "Ü", "z", "Z", "zz",
+        "α", "Α", "ά", "β", "μ", "µ", "Μ", "σ", "Σ", "ς", "ω", "Ω",
+        "а", "А", "е", "ё", "ж", "Ж", "и", "і", "ї", "й", "я",
         ["a"], ["A"], ["á"], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"], ["é"], ["f"],
         ["a": 1], ["a": 2], ["A": 1], ["á": 1], ["b": 1], ["b": 2], ["b": 2, "a": 1], ["b": 2, "c": 2], ["é": 1],
     ]
@@ -49,6 +51,10 @@ final class CollationICUTests: XCTestCase {
             "a\u{30a}", "A\u{30a}", "Å", "Å", "o\u{302}\u{301}", "ố", "ệ", "ẹ\u{302}", "ǖ", "ü\u{304}",
             "naïve", "naive", "Naïve", "façade", "facade", "crème brûlée", "creme brulee", "Ångström", "angstrom",
             "ça", "ca", "cz", "ő", "ø", "Ø", "œ", "oe", "Œ", "ŀ", "ĸ", "ſ", "ǆ", "ǅ", "dž", "Ǆ", "І",
+            // Letters UCA writes as others, or places apart from their code points.
+            "ẞ", "Dž", "DŽ", "ǈ", "ǉ", "Ĳ", "IJ", "ſt", "ßa", "ssa", "SSa", "Ð", "dz", "ǳ", "ǽ", "ẛ", "ǝ", "Ə",
+            "ϑ", "θ", "ϕ", "φ", "μ", "Μ", "ὀ", "ό", "и", "й", "Й", "и\u{306}", "И\u{306}", "ѝ", "к", "ў", "у\u{306}",
+            "a\u{363}", "\u{363}", "ad",
             // Combining marks alone and after other scripts.
             "\u{300}", "\u{308}", "\u{327}", "\u{20dd}", "a\u{20dd}", "α\u{301}", "ж\u{308}", "\u{301}a", "a\u{301}b",
             // Ignorables and spaces.
@@ -165,15 +171,29 @@ final class CollationICUTests: XCTestCase {
                                  "more pairs than before disagree with ICU:\n" + Self.report(beyond, limit: 30))
     }
 
+    /// Pairs Store's collation once ordered otherwise than ICU (before
+    /// ``CollationSortKey/version`` 2): they agree now.
+    func testFormerDivergencesAgree() {
+        let pairs: [(String, String, icu: Int)] = [
+            ("`", "_", 1), ("^", "%", 1),  // ICU 72's order, not the one CouchDB's documentation prints
+            ("ß", "SS", 1), ("Straße", "STRASSE", 1), ("ſ", "S", 1),
+            ("æ", "AE", 1), ("Æ", "AE", 1), ("æ", "aé", 1), ("œ", "OE", 1),
+            ("ǆ", "e", -1), ("ϐ", "γ", -1), ("µ", "γ", 1), ("ς", "σ", 1), ("ð", "dž", -1), ("ї", "я", -1),
+            ("ά", "ἀ", 1), ("ệ", "ẹ\u{302}", 0),  // ệ's marks in canonical order
+            ("й", "і", 1), ("й", "и\u{306}", 0), ("ǝ", "f", -1), ("e", "ǝ", -1), ("\u{363}", "a", 1),
+        ]
+        for (a, b, theirs) in pairs {
+            XCTAssertEqual(icu.compare(a, b), theirs, "ICU: \(Self.describe(a)) vs \(Self.describe(b))")
+            XCTAssertEqual(Self.sign(Collation.compareStrings(a, b)), theirs, "Store: \(Self.describe(a)) vs \(Self.describe(b))")
+            XCTAssertEqual(Self.order(CollationSortKey.of(.string(a)), CollationSortKey.of(.string(b))), theirs,
+                           "sort keys: \(Self.describe(a)) vs \(Self.describe(b))")
+        }
+    }
+
     /// Where Store's collation and ICU's are known to differ, pair by pair: what
     /// each says now.
     func testKnownDivergencesAreAsRecorded() {
         let recorded: [(String, String, store: Int, icu: Int)] = [
-            ("`", "_", -1, 1), ("^", "%", -1, 1),  // the documentation's order, not ICU 72's
-            ("ß", "SS", -1, 1), ("Straße", "STRASSE", -1, 1), ("ſ", "S", -1, 1),
-            ("æ", "AE", -1, 1), ("Æ", "AE", 0, 1), ("æ", "aé", -1, 1), ("œ", "OE", -1, 1),
-            ("ǆ", "e", 1, -1), ("ϐ", "γ", 1, -1), ("µ", "γ", -1, 1), ("ς", "σ", -1, 1), ("ð", "dž", 1, -1), ("ї", "я", 1, -1), ("ά", "ἀ", -1, 1),
-            ("ệ", "ẹ\u{302}", -1, 0),  // canonically equivalent: marks named out of canonical order
             (" ", "\u{85}", -1, 1), ("  ", "\u{a0}", -1, 1),
         ]
         for (a, b, store, theirs) in recorded {
@@ -221,29 +241,18 @@ final class CollationICUTests: XCTestCase {
         }
     }
 
-    /// Characters Store's collation orders otherwise than ICU 72's root
-    /// collator, and why. Fixing one changes the sort keys Mango indexes store,
-    /// so the indexes would have to be rebuilt (the keys carry no version yet).
-    static let knownDivergent: [Unicode.Scalar: String] = [
-        "`": "CouchDB's documentation, which Store follows, puts ` and ^ first among ASCII punctuation; ICU 72 puts them after %",
-        "^": "as `",
-        "ß": "ICU: ss with a tertiary weight above uppercase (ß > SS); Store: below it",
-        "ſ": "ICU: s with a tertiary weight above uppercase (ſ > S); Store: below it",
-        "æ": "ICU: a, e with a secondary difference between (æ > AE, æ > aé); Store: tertiary only",
-        "Æ": "as æ", "œ": "as æ", "Œ": "as æ",
-        "ǆ": "ICU: d, ž; Store: an unknown letter after z", "ǅ": "as ǆ", "Ǆ": "as ǆ",
-        "ϐ": "ICU: a variant of β; Store: a letter of its own after ω",
-        "µ": "the micro sign: ICU, a variant of Greek μ; Store, a letter of its own after the Greek ones",
-        "ς": "final sigma: ICU, a tertiary variant after σ; Store, before it",
-        "ð": "ICU's root: d with a secondary difference; Store: a letter between d and e", "Ð": "as ð",
-        "і": "Cyrillic і, ї: ICU orders them after и; Store after я", "ї": "as і", "І": "as і", "Ї": "as і",
-        "ἀ": "Greek breathing marks: ICU orders psili and dasia before tonos; Store after",
-        "ệ": "marks in a letter's name out of canonical order: ệ and ẹ + ̂ are not equal in Store",
-    ]
+    /// Characters of ``corpus`` Store's collation orders otherwise than ICU 72's
+    /// root collator, and why: none now. (Known beyond the corpus: covered letters
+    /// Store does not know by name, such as `ƣ`, `Ǝ`, `ђ`, `є` or `љ`, which sort by
+    /// code point; и, a mark below and a breve, which ICU contracts to й.) Fixing
+    /// one changes the sort keys Mango indexes store: bump
+    /// ``CollationSortKey/version`` with it, so that they are rebuilt.
+    static let knownDivergent: [Unicode.Scalar: String] = [:]
 
     /// The most pairs of ``corpus`` beyond coverage that disagree with ICU 72
-    /// (measured: 2310 of 91,592 with ICU 72.1); lower it when the collation gets closer.
-    static let beyondCoverageBaseline = 2310
+    /// (measured: 2354 of 109,044 with ICU 72.1, the corpus having grown with the
+    /// letters fixed for ``CollationSortKey/version`` 2); lower it when the collation gets closer.
+    static let beyondCoverageBaseline = 2354
 
     static func isKnownDivergence(_ pair: Pair) -> Bool {
         (pair.a + pair.b).unicodeScalars.contains { knownDivergent[$0] != nil }

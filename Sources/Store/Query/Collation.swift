@@ -50,13 +50,15 @@ public enum Collation {
     /// punctuation and symbols sort before digits, digits before letters, Latin
     /// before other scripts; control and format characters are ignored.
     ///
-    /// This is an approximation of ICU written without it, exact for ASCII (in the
-    /// order CouchDB's "Views Collation" documentation prints). Beyond ASCII it
-    /// derives base letters and accents from Unicode character names, so it is
-    /// right for the common precomposed and combining accents of Latin, Greek and
-    /// Cyrillic, but does not know language-neutral UCA subtleties such as the
-    /// exact position of letters like `ð` or `ŋ`, non-Latin script ordering beyond
-    /// code point order, or contractions.
+    /// This is an approximation of ICU written without it, exact for ASCII (in
+    /// ICU's order, which for `` ` `` and `^` is not the one CouchDB's "Views
+    /// Collation" documentation prints). Beyond ASCII it derives base letters and
+    /// accents from Unicode character names, so it is right for the common
+    /// precomposed and combining accents of Latin, Greek and Cyrillic and for the
+    /// letters UCA writes as others (`ß` as "ss", `æ` as "ae", `ð` after "d",
+    /// `µ` and final `ς` as variants of `μ` and `σ`), but does not know every
+    /// language-neutral UCA subtlety, non-Latin script ordering beyond code point
+    /// order, or contractions other than и + breve (й).
     public static func compareStrings(_ a: String, _ b: String) -> Int {
         if a == b, a.utf8.elementsEqual(b.utf8) { return 0 }
         if let order = compareASCII(a, b) { return order }
