@@ -56,9 +56,6 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func documentTooLarge(id: String) -> StoreError { StoreError(.tooLarge, error: "document_too_large", reason: id) }
     /// 413 attachment_too_large: CouchDB's reason is the attachment's name.
     public static func attachmentTooLarge(name: String) -> StoreError { StoreError(.tooLarge, error: "attachment_too_large", reason: name) }
-    /// 413 too_large for a document with more than ``Database/maximumAttachments`` attachments.
-    public static let tooManyAttachments = StoreError(
-        .tooLarge, error: "too_large", reason: "A document may have at most \(Database.maximumAttachments) attachments.")
     /// 507 insufficient_storage: a write failed for want of disk space (`ENOSPC`, `EDQUOT`, `SQLITE_FULL`).
     public static func insufficientStorage(_ reason: String) -> StoreError {
         StoreError(.insufficientStorage, error: "insufficient_storage", reason: reason)

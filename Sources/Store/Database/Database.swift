@@ -315,3 +315,9 @@ extension Database {
         }
     }
 }
+
+extension StoreError {
+    /// 413 too_large for a document with more than ``Database/maximumAttachments`` attachments.
+    public static let tooManyAttachments = StoreError(
+        .tooLarge, error: "too_large", reason: "A document may have at most \(Database.maximumAttachments) attachments.")
+}

@@ -120,7 +120,8 @@ extension CouchResponder {
         guard let boundary = exchange.request.headers[.contentType].flatMap({ MediaType(parsing: $0).boundary }) else {
             throw CouchError.badRequest("multipart/related needs a boundary")
         }
-        let reader = MultipartReader(boundary: boundary, body: exchange.request.body)
+        // The document and as many attachments as one may have.
+        let reader = MultipartReader(boundary: boundary, body: exchange.request.body, maximumParts: Database.maximumAttachments + 1)
         guard try await reader.nextPart() != nil else { throw CouchError.badRequest("multipart body has no document part") }
         let document = try await reader.readBody(limit: configuration.maximumRequestSize)  // 413 beyond the limit
         let parsed: JSON

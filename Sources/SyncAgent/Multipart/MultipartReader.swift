@@ -3,7 +3,6 @@ import FoundationEssentials
 import Glibc
 #endif
 import NIOCore
-import Store
 
 /// Reads a MIME multipart body (`multipart/related`, `multipart/mixed`) part
 /// by part as it arrives, so a part of any size can be passed on in chunks
@@ -40,8 +39,8 @@ final class MultipartReader<Body: AsyncSequence> where Body.Element: MultipartBy
 
     /// A reader of `body`, whose parts are separated by `boundary` (the
     /// `boundary` parameter of the `Content-Type`, without quotes), refusing
-    /// more than `maximumParts` parts (by default, a document and as many attachments as one may have).
-    init(boundary: String, body: Body, maximumParts: Int = Database.maximumAttachments + 1) {
+    /// more than `maximumParts` parts.
+    init(boundary: String, body: Body, maximumParts: Int = 10_000) {
         self.source = body.makeAsyncIterator()
         self.maximumParts = maximumParts
         self.delimiter = Array("\r\n--\(boundary)".utf8)
