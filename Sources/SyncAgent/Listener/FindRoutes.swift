@@ -21,7 +21,8 @@ extension CouchResponder {
     /// Runs `work`. If it is still running after `patience`, the connection is
     /// watched from then on and `work` is cancelled if the client closes it;
     /// watching reads the connection, so it is not reused after the answer
-    /// (`watched`). A quick answer leaves a keep-alive connection as it was.
+    /// (`watched`; a failure then says `Connection: close` itself). A quick answer
+    /// leaves a keep-alive connection as it was.
     static func cancelledIfClientLeaves<Value: Sendable>(
         _ body: RequestBody, after patience: Duration = .milliseconds(250),
         _ work: @escaping @Sendable () async throws -> Value
@@ -47,10 +48,18 @@ extension CouchResponder {
             }
             // Quick means within `patience`, however late this task saw it (the pool's threads may all be busy).
             if quick, ContinuousClock.now - start < patience { return (try await task.value, false) }
-            let value = try await body.consumeWithCancellationOnInboundClose { _ in
-                try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+            do {
+                let value = try await body.consumeWithCancellationOnInboundClose { _ in
+                    try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+                }
+                return (value, true)
+            } catch {
+                // A failure's answer must close the connection too: watched, it cannot be reused,
+                // and a client that kept it would send its next request into a closed channel.
+                guard var failure = (error as? CouchError) ?? (error as? StoreError).map(CouchError.init) else { throw error }
+                failure.headers[.connection] = "close"
+                throw failure
             }
-            return (value, true)
         } onCancel: {
             task.cancel()
         }
